@@ -1,0 +1,100 @@
+# DNS performance lab. Every target ends in the `dnslab` CLI or a script; see README.md.
+#   make lab up [LAB=reference] [RUNTIME=auto|clab|netns]     make lab down|status
+#   make lab exec NODE=client CMD="dig @198.18.0.11 example.test SOA"
+#   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]
+#   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+DNSLAB := $(VENV)/bin/dnslab
+LAB ?=
+RUNTIME ?= auto
+export LAB RUNTIME
+
+# `make lab up`: the word after `lab` is the action, not a target of its own.
+ifeq (lab,$(firstword $(MAKECMDGOALS)))
+  LAB_ACTION := $(word 2,$(MAKECMDGOALS))
+  ifneq ($(LAB_ACTION),)
+    $(eval $(LAB_ACTION):;@:)
+  endif
+endif
+
+.PHONY: setup test-setup lab experiment test test-unit test-integration test-docker lint images \
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload analysis compare runs clean
+
+$(VENV)/.installed: pyproject.toml scripts/setup.sh
+	@scripts/setup.sh && touch $@
+
+setup: $(VENV)/.installed
+	@scripts/setup.sh
+
+test-setup: $(VENV)/.installed
+	@scripts/setup.sh --test
+
+lab: $(VENV)/.installed
+ifeq ($(LAB_ACTION),exec)
+	@$(DNSLAB) lab exec $(NODE) -- $(CMD)
+else
+	@$(DNSLAB) lab $(or $(LAB_ACTION),status)
+endif
+
+experiment: $(VENV)/.installed
+	@$(DNSLAB) experiment run "$(EXP)" $(filter-out EXP=%,$(MAKEOVERRIDES))
+
+analysis: $(VENV)/.installed
+	@$(PY) -m analysis run $(RUN)
+
+compare: $(VENV)/.installed
+	@$(PY) -m analysis compare $(RUNS)
+
+runs: $(VENV)/.installed
+	@$(PY) -m analysis runs
+
+lint: $(VENV)/.installed
+	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
+
+test-unit: $(VENV)/.installed
+	@$(VENV)/bin/pytest -q tests/unit
+
+test-integration: setup
+	@$(VENV)/bin/pytest -q -m integration tests/integration
+
+test-docker: $(VENV)/.installed
+	@$(VENV)/bin/pytest -q -m docker tests/docker
+
+# Everything CI runs: lint, unit, netns integration with real daemons, containerlab's parser,
+# and the image smoke tests in real Docker.
+test: test-setup containerlab dnsload
+	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
+	@$(VENV)/bin/pytest tests
+
+containerlab:
+	@scripts/build-containerlab.sh
+
+dnsload:
+	@scripts/build-dnsload.sh
+
+base-image:
+	@scripts/make-base-image.sh
+
+dockerd:
+	@scripts/start-dockerd.sh
+
+dockerd-stop:
+	@scripts/start-dockerd.sh --stop
+
+images:
+	@scripts/build-images.sh
+
+bench-lab: setup
+	@$(PY) -m bench.bench_lab
+
+bench-zones: $(VENV)/.installed
+	@$(PY) -m bench.bench_zones
+
+bench-dnsload: $(VENV)/.installed dnsload
+	@$(PY) -m bench.bench_dnsload --netns
+
+clean:
+	@$(DNSLAB) lab down
+	rm -rf build

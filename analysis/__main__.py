@@ -1,0 +1,5 @@
+"""Entry point for `python -m analysis`."""
+
+from analysis.cli import main
+
+main()

@@ -1,0 +1,110 @@
+"""`python -m analysis`: analyse a run, list runs with their verdicts, compare runs.
+
+    python -m analysis run results/xfr-30k-zones/<run-id>
+    python -m analysis runs [--experiment xfr-30k-zones]
+    python -m analysis compare <run> <run> [...] [--plot time_wait]
+
+Errors a user can fix print one line (no traceback) and exit with status 2; `run` exits 1
+when the run had data problems (missing files), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dnslab import paths
+from dnslab.errors import LabError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Claims, plots, reports and the run index for dnslab results.")
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per error, unwrapped
+STYLE = {"reproduced": "green", "not_reproduced": "red", "not_applicable": "dim",
+         "incomplete": "yellow", "error": "bold red"}
+
+
+def _fail(exc: LabError) -> None:
+    err.print(exc.one_line(), markup=False)
+    raise typer.Exit(2)
+
+
+@app.command("run")
+def run_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="results/<experiment>/<run-id>")],
+    no_index: Annotated[bool, typer.Option("--no-index", help="do not update the index")] = False,
+) -> None:
+    """Evaluate the claims, draw the plots and write summary.json and report/ for one run."""
+    from analysis import run_analysis
+
+    try:
+        summary = run_analysis(run_dir, update_index=not no_index)
+    except LabError as exc:
+        _fail(exc)
+        return
+    table = Table(title=f"{summary['experiment']} {summary['run_id']}"
+                  + ("" if summary["complete"] else " (INCOMPLETE)"))
+    for col in ("status", "claim", "measured"):
+        table.add_column(col)
+    for v in summary["verdicts"]:
+        table.add_row(f"[{STYLE.get(v['status'], '')}]{v['status']}[/]", v["claim_id"],
+                      v.get("measured") or v.get("detail") or "")
+    out.print(table)
+    for line in summary["analysis"]["errors"]:
+        err.print(f"error: {line}", markup=False)
+    out.print(f"report: {Path(run_dir) / summary['analysis']['report']}")
+    if summary["analysis"]["errors"]:
+        raise typer.Exit(1)
+
+
+@app.command("runs")
+def runs_cmd(
+    results: Annotated[Path, typer.Option(help="results folder")] = paths.RESULTS,
+    experiment: Annotated[str | None, typer.Option(help="only this experiment")] = None,
+) -> None:
+    """List runs (rebuilding results/index.sqlite) with their verdicts."""
+    from analysis import index
+
+    try:
+        index.update(results)
+        rows = index.list_runs(results, experiment)
+    except LabError as exc:
+        _fail(exc)
+        return
+    table = Table(title=f"runs in {results}")
+    for col in ("run", "complete", "verdicts"):
+        table.add_column(col)
+    for row in rows:
+        counts: dict[str, int] = {}
+        for v in row["verdicts"]:
+            counts[v["status"]] = counts.get(v["status"], 0) + 1
+        text = ", ".join(f"[{STYLE.get(s, '')}]{n} {s}[/]" for s, n in counts.items())
+        table.add_row(row["path"], "yes" if row["complete"] else "[yellow]no[/]",
+                      text or "[dim]not analysed[/]")
+    out.print(table)
+
+
+@app.command("compare")
+def compare_cmd(
+    runs: Annotated[list[str], typer.Argument(help="two or more runs")],
+    plot: Annotated[list[str] | None, typer.Option("--plot", help="only these plots")] = None,
+    results: Annotated[Path, typer.Option(help="results folder")] = paths.RESULTS,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="output folder")] = None,
+) -> None:
+    """Draw the same figures for several runs side by side; prints the output folder."""
+    from analysis.compare import compare
+
+    try:
+        folder = compare(runs, root=results, out=out_dir, only=plot or None)
+    except LabError as exc:
+        _fail(exc)
+        return
+    out.print(str(folder), markup=False)
+
+
+def main() -> None:
+    app()

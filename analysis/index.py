@@ -1,0 +1,119 @@
+"""The run index: `results/index.sqlite`, rebuilt from each run's meta.json and summary.json.
+
+The files in the run folders are the truth; the index is a cache for listing and comparing
+runs and can be deleted at any time (`update(root)` rebuilds it). Tables:
+- `runs(path, experiment, run_id, started, ended, complete, runtime, kernel, git, params,
+  cells, analysed)`; `path` is relative to the results root (`<exp>/<run-id>`)
+- `verdicts(path, claim_id, finding, title, status, published, measured, tolerance, detail)`
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from dnslab.errors import LabError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  path TEXT PRIMARY KEY, experiment TEXT, run_id TEXT, started TEXT, ended TEXT,
+  complete INTEGER, runtime TEXT, kernel TEXT, git TEXT, params TEXT, cells INTEGER,
+  analysed TEXT
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+  path TEXT, claim_id TEXT, finding TEXT, title TEXT, status TEXT, published TEXT,
+  measured TEXT, tolerance TEXT, detail TEXT, PRIMARY KEY (path, claim_id)
+);
+"""
+
+
+def db_path(root: Path) -> Path:
+    return Path(root) / "index.sqlite"
+
+
+def _connect(root: Path) -> sqlite3.Connection:
+    root = Path(root)
+    if not root.is_dir():
+        raise LabError(f"no results folder at {root}",
+                       hint="run an experiment first, or pass --results")
+    con = sqlite3.connect(db_path(root))
+    con.executescript(SCHEMA)
+    return con
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    """SQLite stores scalars; a structured value (the runner's git dict) is kept as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def find_runs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in Path(root).glob("*/*/meta.json"))
+
+
+def _upsert(con: sqlite3.Connection, root: Path, run_dir: Path) -> None:
+    meta = _load(run_dir / "meta.json")
+    summary = _load(run_dir / "summary.json")
+    rel = run_dir.resolve().relative_to(Path(root).resolve()).as_posix()
+    cells_dir = run_dir / "cells"
+    n_cells = sum(1 for p in cells_dir.iterdir() if p.is_dir()) if cells_dir.is_dir() else 0
+    con.execute("DELETE FROM verdicts WHERE path = ?", (rel,))
+    con.execute(
+        "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (rel, meta.get("experiment") or run_dir.parent.name, meta.get("run_id") or run_dir.name,
+         meta.get("started"), meta.get("ended"), int(bool(meta.get("complete", False))),
+         meta.get("runtime"), meta.get("kernel"),
+         _text(meta.get("git_revision") or meta.get("git")),
+         json.dumps(meta.get("params") or {}, sort_keys=True), n_cells,
+         (summary.get("analysis") or {}).get("generated")))
+    for v in summary.get("verdicts") or []:
+        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?)",
+                    (rel, v.get("claim_id"), v.get("finding"), v.get("title"), v.get("status"),
+                     v.get("published"), v.get("measured"), v.get("tolerance"), v.get("detail")))
+
+
+def update(root: Path, runs: Iterable[Path] | None = None) -> Path:
+    """Refresh the index for the given run folders, or rebuild it from every run under root."""
+    root = Path(root)
+    with _connect(root) as con:
+        if runs is None:
+            found = find_runs(root)
+            keep = {p.resolve().relative_to(root.resolve()).as_posix() for p in found}
+            for (path,) in con.execute("SELECT path FROM runs").fetchall():
+                if path not in keep:
+                    con.execute("DELETE FROM runs WHERE path = ?", (path,))
+                    con.execute("DELETE FROM verdicts WHERE path = ?", (path,))
+            runs = found
+        for run_dir in runs:
+            _upsert(con, root, Path(run_dir))
+    con.close()
+    return db_path(root)
+
+
+def list_runs(root: Path, experiment: str | None = None) -> list[dict[str, Any]]:
+    """Runs, newest first, each with `verdicts` (list of dicts) from the index."""
+    with _connect(root) as con:
+        con.row_factory = sqlite3.Row
+        sql = "SELECT * FROM runs"
+        args: tuple[Any, ...] = ()
+        if experiment:
+            sql += " WHERE experiment = ?"
+            args = (experiment,)
+        rows = [dict(r) for r in con.execute(sql + " ORDER BY run_id DESC, path", args)]
+        for row in rows:
+            row["verdicts"] = [dict(v) for v in con.execute(
+                "SELECT * FROM verdicts WHERE path = ? ORDER BY rowid", (row["path"],))]
+    con.close()
+    return rows

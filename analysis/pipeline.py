@@ -1,0 +1,72 @@
+"""One run's analysis end to end: verdicts, plots, summary.json, report, index entry.
+
+Missing data never stops the analysis: a claim that needs a missing file gets status
+`error` with a one-line message, a plot without data is listed as not drawn, and all those
+lines are collected in `summary.json` under `analysis.errors` for the CLI to print.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from analysis import index, plots, report
+from analysis.rundata import load_run
+from analysis.verdicts import evaluate
+from dnslab.errors import LabError
+
+
+def _existing_summary(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return {}  # rewritten below; the runner's figures are also in each cell.json
+    return data if isinstance(data, dict) else {}
+
+
+def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
+    run = load_run(run_dir)
+    verdicts, collect_errors = evaluate(run)
+
+    report_dir = run.dir / "report"
+    if report_dir.exists():
+        shutil.rmtree(report_dir)  # the folder is the analysis' own output
+    rendered = [plots.render(spec, [run], report_dir) for spec in plots.plots_for(run)]
+
+    errors: list[str] = list(collect_errors)
+    errors += [f"{v['claim_id']}: {v['detail']}" for v in verdicts if v["status"] == "error"]
+    for p in rendered:
+        if p.error:
+            errors.append(f"plot {p.name}: {p.error}")
+        errors += [f"plot {p.name}: {n}" for n in p.notes]
+
+    summary_path = run.dir / "summary.json"
+    summary = _existing_summary(summary_path)
+    summary.update({
+        "experiment": run.experiment,
+        "run_id": run.run_id,
+        "complete": run.complete,
+    })
+    summary.setdefault("cells", {c.id: {"params": c.params, "figures": c.figures}
+                                 for c in run.cells})
+    summary["verdicts"] = verdicts
+    summary["analysis"] = {
+        "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "report": "report/report.html",
+        "summary_md": "report/summary.md",
+        "plots": [f"report/{p.png.name}" for p in rendered if p.png is not None],
+        "errors": errors,
+    }
+    report.write(run, summary, rendered, report_dir)
+    summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+    if update_index:
+        try:
+            index.update(run.dir.parent.parent, runs=[run.dir])
+        except LabError as exc:
+            summary["analysis"]["errors"].append(f"index: {exc.message}")
+    return summary

@@ -1,0 +1,138 @@
+"""Plot registry: each experiment family adds a module here with `@plot`-decorated draw functions.
+
+A draw function draws one run into one matplotlib Axes:
+
+    @plot("time_wait", title="TIME_WAIT sockets on the secondary", experiments=("xfr-*",))
+    def time_wait(run: Run, ax: Axes, notes: list[str]) -> None: ...
+
+and raises `NotApplicable` when the run lacks what it shows (e.g. no monitor data). Data
+errors (`LabError`) become a one-line note instead of the plot; a data problem that still
+leaves a plot goes into `notes`. A draw function may return lines that say in words what the
+plot shows for this run (its `readings`); the report prints them under the caption. The
+same function serves the per-run report (one axes) and `python -m analysis compare` (one
+axes per run, side by side).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from matplotlib.axes import Axes
+
+from analysis import style
+from analysis.rundata import NotApplicable, Run
+from dnslab.errors import LabError
+
+DrawFn = Callable[[Run, Axes, list[str]], list[str] | None]
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    name: str
+    title: str
+    experiments: tuple[str, ...]
+    draw: DrawFn
+    caption: str = ""
+    y_from_zero: bool = True  # counts and times: the y axis starts at 0
+
+    def covers(self, experiment: str) -> bool:
+        return any(fnmatchcase(experiment, p) or fnmatchcase(experiment, p + "-*")
+                   for p in self.experiments)
+
+
+PLOTS: dict[str, PlotSpec] = {}
+
+
+def plot(name: str, *, title: str, experiments: tuple[str, ...], caption: str = "",
+         y_from_zero: bool = True) -> Callable[[DrawFn], DrawFn]:
+    def decorate(func: DrawFn) -> DrawFn:
+        PLOTS[name] = PlotSpec(name=name, title=title, experiments=experiments, draw=func,
+                               caption=caption, y_from_zero=y_from_zero)
+        return func
+
+    return decorate
+
+
+def load_all() -> dict[str, PlotSpec]:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+    return PLOTS
+
+
+def plots_for(run: Run) -> list[PlotSpec]:
+    return [spec for spec in load_all().values() if spec.covers(run.experiment)]
+
+
+@dataclass
+class RenderedPlot:
+    name: str
+    title: str
+    caption: str
+    png: Path | None = None
+    svg: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    readings: list[str] = field(default_factory=list)
+    error: str | None = None
+    skipped: str | None = None
+
+
+def describe(run: Run) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in run.params.items())
+    parts = [f"run {run.label}"]
+    if params:
+        parts.append(params)
+    parts.append(f"{run.meta.get('runtime', '?')} runtime, kernel {run.meta.get('kernel', '?')}")
+    if not run.complete:
+        parts.append("INCOMPLETE RUN")
+    return " | ".join(parts)
+
+
+def render(spec: PlotSpec, runs: list[Run], out_dir: Path, stem: str | None = None
+           ) -> RenderedPlot:
+    """Draw `spec` for one run (report) or several side by side (compare); save PNG + SVG."""
+    result = RenderedPlot(name=spec.name, title=spec.title, caption=spec.caption)
+    fig, axes = style.new_figure(len(runs))
+    drawn = 0
+    for run, ax in zip(runs, axes, strict=True):
+        style.apply(ax)
+        notes: list[str] = []
+        said: list[str] = []
+        try:
+            said = spec.draw(run, ax, notes) or []
+            drawn += 1
+        except NotApplicable as exc:
+            result.skipped = str(exc)
+            ax.text(0.5, 0.5, f"not applicable:\n{exc}", ha="center", va="center",
+                    transform=ax.transAxes, color=style.MUTED)
+        except LabError as exc:
+            result.error = exc.message
+            ax.text(0.5, 0.5, textwrap.fill(f"no data: {exc.message}", 50), ha="center",
+                    va="center", transform=ax.transAxes, color="#b00020", fontsize=9)
+        prefix = f"{run.label}: " if len(runs) > 1 else ""
+        result.notes.extend(prefix + n for n in notes)
+        if said:
+            result.readings.extend(prefix + r for r in said)
+        if len(runs) > 1:
+            ax.set_title(run.label + ("" if run.complete else " (incomplete)"), fontsize=10)
+    if drawn == 0:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return result
+    for ax in axes[1:]:
+        ax.set_ylabel("")  # shared y axis: the first panel carries the label
+    if spec.y_from_zero and axes[0].get_autoscaley_on():
+        # only now: fixing the limit earlier would stop autoscaling for the shared axes
+        axes[0].set_ylim(bottom=0)
+    if len(runs) > 1:
+        result.skipped = result.error = None
+    footer = [describe(r) for r in runs]
+    style.finish(fig, spec.title, footer)
+    result.png, result.svg = style.save(fig, out_dir, stem or spec.name)
+    return result

@@ -1,0 +1,247 @@
+"""Read one run folder (`results/<exp>/<run-id>/`) into typed objects for claims, plots and reports.
+
+Everything the analysis knows about a run comes through here, so a missing or malformed file
+turns into one `LabError` naming the file, never a traceback from deep inside pandas.
+
+Layout read (see docs/architecture.md, "Results"):
+- `meta.json`: experiment, run_id, params, complete, sysctls (per cell and node), ...
+- `cells/<cell-id>/cell.json`: `{"params": {...}, "figures": {...}}`
+- `cells/<cell-id>/monitor/<node>.csv` and experiment-specific CSV files
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dnslab.errors import LabError
+
+
+class NotApplicable(Exception):
+    """The run holds no data this claim or plot is about (a cell or repetition is not in it)."""
+
+
+def read_json(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise LabError(f"missing data file {path}",
+                       hint=f"{what} is written by the experiment runner")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{path} must hold a JSON object")
+    return data
+
+
+def _parse_cell_id(cell_id: str) -> dict[str, Any]:
+    """`profile=default,zones=100` -> params, used only when cell.json has no `params`."""
+    params: dict[str, Any] = {}
+    for part in cell_id.split(","):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            params[key] = value
+    return params
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, str) and any(c in wanted for c in "*?["):
+        return fnmatchcase(str(value), wanted)
+    if isinstance(wanted, (list, tuple, set)):
+        return any(_matches(value, w) for w in wanted)
+    return value == wanted or str(value) == str(wanted)
+
+
+@dataclass
+class Cell:
+    """One matrix cell of a run: its parameters, measured figures and data files."""
+
+    run: Run = field(repr=False)
+    id: str
+    dir: Path
+    params: dict[str, Any]
+    figures: dict[str, Any]
+
+    def rel(self, name: str) -> str:
+        """Path of a file of this cell relative to the run folder (for messages and links)."""
+        return f"cells/{self.id}/{name}"
+
+    def has(self, name: str) -> bool:
+        return (self.dir / name).is_file()
+
+    def figure(self, name: str, *, optional: bool = False) -> Any:
+        """A measured figure from cell.json; a missing key is a data error unless optional."""
+        if name not in self.figures:
+            if optional:
+                return None
+            if not self.has("cell.json"):
+                raise LabError(f"missing data file {self.run.label}/{self.rel('cell.json')}",
+                               hint="the run was interrupted before this cell finished")
+            raise LabError(f"{self.rel('cell.json')} has no figure {name!r}",
+                           hint="the experiment procedure must record it under 'figures'")
+        return self.figures[name]
+
+    def csv(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame:
+        """A CSV data file of this cell; missing file or columns raise a one-line LabError."""
+        cache = self.run._csv_cache
+        key = (self.id, name)
+        if key not in cache:
+            path = self.dir / name
+            if not path.is_file():
+                raise LabError(f"missing data file {self.run.label}/{self.rel(name)}",
+                               hint="the run was interrupted or the procedure did not write it")
+            try:
+                cache[key] = pd.read_csv(path)
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+                raise LabError(f"cannot read {self.run.label}/{self.rel(name)}: "
+                               f"{str(exc).splitlines()[0]}") from None
+        frame = cache[key]
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise LabError(f"{self.run.label}/{self.rel(name)} lacks column(s) "
+                           f"{', '.join(missing)}")
+        return frame
+
+    def monitor_nodes(self) -> list[str]:
+        return sorted(p.stem for p in (self.dir / "monitor").glob("*.csv"))
+
+    def monitor(self, node: str, columns: tuple[str, ...] = ("t",)) -> pd.DataFrame:
+        return self.csv(f"monitor/{node}.csv", columns)
+
+    def data_files(self) -> list[str]:
+        """Every file of the cell, relative to the run folder, for the report's raw-data links."""
+        return sorted(self.rel(str(p.relative_to(self.dir))) for p in self.dir.rglob("*")
+                      if p.is_file())
+
+    def sysctl(self, node: str, key: str) -> str | None:
+        """A sysctl value read back on a node for this cell (meta.json `sysctls`)."""
+        return self.run.sysctls_for(self.id).get(node, {}).get(key)
+
+    @property
+    def label(self) -> str:
+        """Short label: only the parameters that differ between the run's cells."""
+        varying = self.run.varying_params
+        parts = [f"{k}={self.params[k]}" for k in varying if k in self.params]
+        if len(varying) == 1 and parts:
+            return str(self.params[varying[0]])
+        return ", ".join(parts) or self.id
+
+
+@dataclass
+class Run:
+    """A run folder with its meta.json and cells."""
+
+    dir: Path
+    meta: dict[str, Any]
+    cells: list[Cell] = field(default_factory=list)
+    _csv_cache: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    @property
+    def experiment(self) -> str:
+        return str(self.meta.get("experiment") or self.dir.parent.name)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id") or self.dir.name)
+
+    @property
+    def label(self) -> str:
+        return f"{self.experiment}/{self.run_id}"
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.meta.get("complete", False))
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.meta.get("params") or {})
+
+    @cached_property
+    def varying_params(self) -> list[str]:
+        keys: list[str] = []
+        for cell in self.cells:
+            for key in cell.params:
+                if key not in keys:
+                    keys.append(key)
+        return [k for k in keys
+                if len({json.dumps(c.params.get(k), sort_keys=True) for c in self.cells}) > 1]
+
+    def sysctls_for(self, cell_id: str) -> dict[str, dict[str, str]]:
+        sysctls = self.meta.get("sysctls") or {}
+        value = sysctls.get(cell_id)
+        return value if isinstance(value, dict) else {}
+
+    def cells_where(self, **wanted: Any) -> list[Cell]:
+        """Cells whose params match every given value (strings may be fnmatch patterns)."""
+        return [c for c in self.cells
+                if all(k in c.params and _matches(c.params[k], v) for k, v in wanted.items())]
+
+    def cell(self, **wanted: Any) -> Cell:
+        """Exactly one cell matching; none means the claim does not apply to this run."""
+        found = self.cells_where(**wanted)
+        desc = ", ".join(f"{k}={v}" for k, v in wanted.items())
+        if not found:
+            raise NotApplicable(f"no cell with {desc} in this run")
+        if len(found) > 1:
+            raise LabError(f"{len(found)} cells match {desc} in {self.label}",
+                           hint="the claim expects one such cell per run")
+        return found[0]
+
+    def node_with_role(self, role: str, cell: Cell | None = None) -> str:
+        """Name of the node with a role: the cell's `<role>_node` param (the node under test
+        the procedure names), then meta.json topology, then monitor file names."""
+        for candidate in ([cell] if cell else self.cells):
+            named = candidate.params.get(f"{role}_node")
+            if named:
+                return str(named)
+        topo = self.meta.get("topology")
+        nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
+        if isinstance(nodes, dict):
+            for name, spec in nodes.items():
+                if isinstance(spec, dict) and spec.get("role") == role:
+                    return str(name)
+        if isinstance(nodes, list):
+            for spec in nodes:
+                if isinstance(spec, dict) and spec.get("role") == role:
+                    return str(spec.get("name"))
+        candidates = cell.monitor_nodes() if cell else sorted(
+            {n for c in self.cells for n in c.monitor_nodes()})
+        named = [n for n in candidates if role in n]
+        if len(named) == 1:
+            return named[0]
+        if len(candidates) == 1:
+            return candidates[0]
+        raise LabError(f"cannot tell which node is the {role} in {self.label}",
+                       hint="meta.json topology.nodes should give each node's role")
+
+    def data_files(self) -> list[str]:
+        return sorted(str(p.relative_to(self.dir)) for p in self.dir.iterdir()
+                      if p.is_file() and p.name != "summary.json")
+
+
+def load_run(path: Path) -> Run:
+    """Load a run folder; raises LabError when it is not one."""
+    path = Path(path)
+    if not path.is_dir():
+        raise LabError(f"no run folder at {path}",
+                       hint="give results/<experiment>/<run-id> (see `python -m analysis runs`)")
+    meta = read_json(path / "meta.json", "meta.json")
+    run = Run(dir=path.resolve(), meta=meta)
+    cells_dir = path / "cells"
+    if cells_dir.is_dir():
+        for cell_dir in sorted(p for p in cells_dir.iterdir() if p.is_dir()):
+            cell_json = cell_dir / "cell.json"
+            raw = read_json(cell_json, "cell.json") if cell_json.exists() else {}
+            params = raw.get("params")
+            if not isinstance(params, dict):
+                params = _parse_cell_id(cell_dir.name)
+            figures = raw.get("figures") if isinstance(raw.get("figures"), dict) else {}
+            run.cells.append(Cell(run=run, id=cell_dir.name, dir=cell_dir,
+                                  params=params, figures=figures))
+    return run

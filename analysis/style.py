@@ -1,0 +1,98 @@
+"""The one plot style of the lab: headless matplotlib, slide-friendly sizes, fixed colours.
+
+Every figure goes through `new_figure` and `finish`, so all plots have a title, labelled axes
+with units, and a footer naming the run(s) and parameters they show; `save` writes PNG + SVG.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display on lab hosts or CI
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+# Okabe-Ito, readable for colour-blind viewers and on a projector
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000"]
+# the xfr profiles keep their colour in every plot: red = default (fails), blue = the fix
+NAMED = {"default": "#D55E00", "wide-ports": "#0072B2", "tw-buckets": "#CC79A7",
+         "baseline": "#D55E00", "tuned": "#0072B2", "cold": "#56B4E9", "warm": "#E69F00"}
+INK = "#1b2733"
+MUTED = "#5b6770"
+
+RC: dict[str, Any] = {
+    "figure.figsize": (9.6, 5.4),  # 16:9
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "axes.edgecolor": MUTED,
+    "axes.labelcolor": INK,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dde3e8",
+    "grid.linewidth": 0.8,
+    "xtick.color": MUTED,
+    "ytick.color": MUTED,
+    "legend.frameon": False,
+    "lines.linewidth": 2.0,
+    "svg.fonttype": "none",  # keep text as text in SVG
+}
+
+
+def color_for(label: str, index: int) -> str:
+    for key, colour in NAMED.items():
+        if label == key or label.startswith(key + "-") or label.startswith(key + "="):
+            return colour
+    return PALETTE[index % len(PALETTE)]
+
+
+def new_figure(ncols: int = 1) -> tuple[Figure, list[Axes]]:
+    with plt.rc_context(RC):
+        width, height = RC["figure.figsize"]
+        fig, axes = plt.subplots(1, ncols, figsize=(max(width, 5.2 * ncols), height),
+                                 sharey=True, squeeze=False)
+    for ax in axes[0]:
+        ax.set_axisbelow(True)
+    return fig, list(axes[0])
+
+
+def finish(fig: Figure, title: str, footer: list[str]) -> None:
+    """Title top left, one footer line per run shown (which run, parameters, runtime)."""
+    fig.suptitle(title, x=0.01, ha="left", fontsize=14, fontweight="bold", color=INK)
+    fig.text(0.01, 0.01, "\n".join(footer), ha="left", va="bottom", fontsize=8.5, color=MUTED,
+             linespacing=1.4)
+    bottom = 0.025 + 0.032 * len(footer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.tight_layout(rect=(0, bottom, 1, 0.97))
+    if caught:  # an annotation far outside the axes defeats tight_layout: fixed margins
+        fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=bottom + 0.09, wspace=0.08)
+
+
+def save(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, svg = out_dir / f"{stem}.png", out_dir / f"{stem}.svg"
+    with plt.rc_context(RC):
+        # metadata=None-like values keep the output reproducible (no creation date)
+        fig.savefig(png, metadata={"Software": None})
+        fig.savefig(svg, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    return png, svg
+
+
+def apply(ax: Axes) -> None:
+    """Style pieces rc_context cannot reach after the axes exist."""
+    for spine in ("top", "right"):
+        ax.spines[spine].set_visible(False)
+    ax.grid(True, color=RC["grid.color"], linewidth=RC["grid.linewidth"])
+    ax.tick_params(colors=MUTED)

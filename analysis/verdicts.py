@@ -1,0 +1,145 @@
+"""Run the claim tests of `analysis/claims/` against one run with pytest and collect verdicts.
+
+`evaluate(run)` calls `pytest.main` on the claims package with a small plugin that
+- gives the tests the `run` (an `analysis.rundata.Run`) and `verdict` fixtures,
+- deselects claims whose `experiments` do not cover the run's experiment,
+- turns each test's outcome into one verdict dict:
+  {claim_id, finding, title, status, published, measured, tolerance, detail}.
+An interrupted run (meta.json `complete: false`) never yields "not reproduced": a claim
+that fails on partial data is "incomplete".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis.claim import (
+    ERROR,
+    INCOMPLETE,
+    NOT_APPLICABLE,
+    NOT_REPRODUCED,
+    REGISTRY,
+    REPRODUCED,
+    Claim,
+    Verdict,
+)
+from analysis.rundata import NotApplicable, Run
+from dnslab.errors import LabError
+
+CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = exc.message if isinstance(exc, LabError) else str(exc)
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(exc).__name__
+
+
+class ClaimsPlugin:
+    """pytest plugin: provides the fixtures and records one verdict per claim test."""
+
+    def __init__(self, run: Run):
+        self.the_run = run
+        self.verdicts: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, Verdict] = {}
+        self.collect_errors: list[str] = []
+
+    @pytest.fixture
+    def run(self) -> Run:
+        return self.the_run
+
+    @pytest.fixture
+    def verdict(self, request: pytest.FixtureRequest) -> Verdict:
+        spec: Claim = request.node.function.__claim__
+        record = Verdict(claim=spec)
+        self._records[request.node.nodeid] = record
+        return record
+
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            spec = getattr(getattr(item, "function", None), "__claim__", None)
+            if spec is None:
+                self.collect_errors.append(f"{item.nodeid} is not a registered claim")
+                drop.append(item)
+            elif spec.covers(self.the_run.experiment):
+                keep.append(item)
+            else:
+                drop.append(item)
+        items[:] = keep
+        config.hook.pytest_deselected(items=drop)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors.append(f"cannot load claims {report.nodeid}: "
+                                       f"{str(report.longrepr).splitlines()[-1]}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        outcome = yield
+        report = outcome.get_result()
+        spec: Claim = item.function.__claim__  # type: ignore[attr-defined]
+        if call.when == "teardown" or (call.when == "setup" and report.passed):
+            return
+        record = self._records.get(item.nodeid)
+        exc = call.excinfo.value if call.excinfo else None
+        if exc is None:
+            status, detail = REPRODUCED, ""
+        elif isinstance(exc, AssertionError):
+            status, detail = NOT_REPRODUCED, _first_line(exc)
+        elif isinstance(exc, NotApplicable) or report.skipped:
+            status, detail = NOT_APPLICABLE, _first_line(exc)
+            if detail.startswith("Skipped: "):
+                detail = detail[len("Skipped: "):]
+        elif isinstance(exc, LabError):
+            status, detail = ERROR, _first_line(exc)
+        else:  # a bug in the claim code: still one line, with the exception type
+            status, detail = ERROR, f"{type(exc).__name__}: {_first_line(exc)}"
+        notes = list(record.notes) if record else []
+        if not self.the_run.complete and status in (NOT_REPRODUCED, ERROR, NOT_APPLICABLE):
+            notes.insert(0, f"run interrupted (meta.json complete=false); was {status}: {detail}")
+            status, detail = INCOMPLETE, ""
+        elif not self.the_run.complete:
+            notes.insert(0, "run interrupted (meta.json complete=false)")
+        self.verdicts[spec.id] = {
+            "claim_id": spec.id,
+            "finding": spec.finding,
+            "title": spec.title,
+            "status": status,
+            "published": spec.published,
+            "measured": record.measured if record else None,
+            "tolerance": spec.tolerance,
+            "detail": "; ".join([d for d in [detail, *notes] if d]),
+            "note": spec.note,
+        }
+
+
+def evaluate(run: Run) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run every claim covering `run`; return (verdicts in claim order, collection errors)."""
+    plugin = ClaimsPlugin(run)
+    args = [
+        str(CLAIMS_DIR),
+        "-p", "no:terminal", "-p", "no:cacheprovider",
+        "-p", "no:warnings", "--assert=plain",
+        # /dev/null as ini: the repository's pytest settings (addopts, testpaths) do not apply
+        "-c", os.devnull, "-o", "python_files=f*_*.py", "-o", "python_functions=test_*",
+        "--rootdir", str(CLAIMS_DIR),
+        "--confcutdir", str(CLAIMS_DIR),
+    ]
+    code = pytest.main(args, plugins=[plugin])
+    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        plugin.collect_errors.append(f"pytest could not run the claims (exit code {int(code)})")
+    verdicts = sorted(plugin.verdicts.values(), key=lambda v: _sort_key(v["claim_id"]))
+    return verdicts, plugin.collect_errors
+
+
+def _sort_key(claim_id: str) -> tuple[str, int]:
+    """Finding first, then the order the claims are written in their module."""
+    order = list(REGISTRY)
+    spec = REGISTRY.get(claim_id)
+    return (spec.finding if spec else "~", order.index(claim_id) if spec else len(order))

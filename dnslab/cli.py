@@ -1,0 +1,45 @@
+"""The `dnslab` command: every Make target ends up here; user errors print one line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from dnslab.commands import experiment as experiment_cmd
+from dnslab.commands import lab as lab_cmd
+from dnslab.errors import LabError
+
+app = typer.Typer(help="DNS performance lab", no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False)
+app.add_typer(lab_cmd.app, name="lab")
+app.add_typer(experiment_cmd.app, name="experiment")
+
+
+def main() -> None:
+    try:
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        print("interrupted: the lab was torn down", file=sys.stderr)
+        sys.exit(130)
+    except LabError as exc:
+        print(exc.one_line(), file=sys.stderr)
+        if exc.detail:
+            print(exc.detail, file=sys.stderr)
+        sys.exit(2)
+    except PermissionError as exc:
+        print(f"error: permission denied: {exc.filename} (hint: run it with sudo)",
+              file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: the lab was torn down", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""`dnslab lab up|down|status|exec`: bring a lab up, tear it down, look at it, run in a node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dnslab import lab as lab_engine
+
+app = typer.Typer(help="Bring labs up and down, look at them, run commands in their nodes.",
+                  no_args_is_help=True)
+console = Console(stderr=True)
+
+DEFAULT_LAB = "reference"
+
+
+@app.command()
+def up(lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB", help="topology name"),
+       runtime: str = typer.Option("auto", "--runtime", "-r", envvar="RUNTIME",
+                                   help="auto, clab or netns")) -> None:
+    """Start a lab and return when every server answers for its zones."""
+    start = time.monotonic()
+    handle = lab_engine.up(lab or DEFAULT_LAB, runtime=runtime or "auto")
+    elapsed = time.monotonic() - start
+    console.print(f"lab [bold]{handle.name}[/] is up on the {handle.runtime.name} runtime "
+                  f"({len(handle.state.nodes)} nodes, healthy in {elapsed:.1f} s)")
+    _print_status(lab_engine.status(handle.name))
+
+
+@app.command()
+def down(lab: str = typer.Option("", "--lab", "-l", envvar="LAB",
+                                 help="topology name (default: every lab)")) -> None:
+    """Tear a lab down completely (every lab when none is named); safe to repeat."""
+    removed = lab_engine.down(lab or None)
+    left = lab_engine.leftovers(lab or None)
+    console.print(f"removed {len(removed)} item(s)" + (f"; LEFT: {left}" if left else
+                                                        "; nothing of the lab is left"))
+    if left:
+        raise typer.Exit(1)
+
+
+@app.command()
+def status(lab: str = typer.Option("", "--lab", "-l", envvar="LAB")) -> None:
+    """Nodes, addresses, state and health of the labs that are up."""
+    rows = lab_engine.status(lab or None)
+    if not rows:
+        console.print("no lab is up")
+        return
+    _print_status(rows)
+
+
+@app.command(name="exec", context_settings={"allow_extra_args": True,
+                                            "ignore_unknown_options": True})
+def exec_(ctx: typer.Context,
+          node: str = typer.Argument(..., help="node name, e.g. client"),
+          lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB")) -> None:
+    """Run a command inside a node: dnslab lab exec client -- dig @198.18.0.11 example.test SOA"""
+    argv = list(ctx.args) or [os.environ.get("SHELL", "/bin/sh")]
+    handle = lab_engine.attach(lab or DEFAULT_LAB)
+    code = subprocess.call(handle.exec_argv(node, argv))
+    sys.exit(code)
+
+
+def _print_status(rows: list[dict]) -> None:
+    table = Table(title="lab status")
+    for col in ("lab", "node", "role", "server", "address", "runtime", "state", "health"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in ("lab", "node", "role", "server", "address",
+                                               "runtime", "state", "health")))
+    Console(width=120).print(table)

@@ -1,0 +1,390 @@
+"""The experiment runner: read an experiment file, run its procedure cell by cell, keep everything.
+
+An experiment file (`experiments/<name>.yaml`) is short and declarative: the story in a top
+comment, the topology, the procedure (a Python function in `experiments/procedures/`), the
+parameters with their defaults, a `ci` scale that finishes in under two minutes, and the
+findings its analysis checks. Parameters are overridden as `KEY=VALUE` (`ZONES=10000`,
+`SECONDARY=knot`, `PROFILE=default,wide-ports`).
+
+Every run gets a folder `results/<exp>/<run-id>/` that is never reused: `meta.json` (what ran,
+where, with which versions, sysctls read back per cell and node), one folder per cell with
+its raw data, and `summary.json`. A run that is interrupted keeps what it measured and is
+marked `complete: false`; its lab is torn down either way (unless KEEP=1).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dnslab import lab as lab_engine
+from dnslab import paths
+from dnslab.errors import LabError
+from dnslab.monitor import Monitors
+from dnslab.render import LabData
+from dnslab.sysctl import Profile, load_profile
+
+RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS"}
+ALIASES = {"profile": "profiles"}
+PACKAGES = ["bind9", "knot", "nsd", "dnsdist", "unbound", "dnsperf", "iproute2"]
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    path: Path
+    description: str
+    topology: str
+    procedure: str
+    findings: list[str]
+    params: dict[str, Any]
+    scales: dict[str, dict[str, Any]]
+
+
+def known_experiments() -> list[str]:
+    return sorted(p.stem for p in paths.EXPERIMENTS.glob("*.yaml"))
+
+
+def load_spec(name: str) -> ExperimentSpec:
+    if not name:
+        raise LabError("no experiment named", hint="EXP=<name>; known: "
+                       + ", ".join(known_experiments()))
+    path = paths.EXPERIMENTS / f"{name}.yaml"
+    if not path.exists():
+        raise LabError(f"unknown experiment {name!r}",
+                       hint="known experiments: " + ", ".join(known_experiments()))
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise LabError(f"{path}:{line}: experiment file does not parse: {exc.problem}",
+                       hint="fix the YAML at that line") from None
+    missing = [k for k in ("topology", "procedure", "params") if k not in raw]
+    if missing:
+        raise LabError(f"{path}: missing {', '.join(missing)}",
+                       hint="see docs/architecture.md for the experiment file format")
+    return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
+                          topology=raw["topology"], procedure=raw["procedure"],
+                          findings=list(raw.get("findings", [])), params=raw["params"],
+                          scales=raw.get("scales", {}))
+
+
+def _coerce(key: str, text: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, list):
+            items = [t.strip() for t in text.split(",") if t.strip()]
+            if default and isinstance(default[0], int):
+                return [int(t) for t in items]
+            return items
+    except ValueError:
+        raise LabError(f"{key.upper()}={text!r} is not a valid {type(default).__name__}",
+                       hint=f"the default is {default!r}") from None
+    return text
+
+
+def resolve_params(spec: ExperimentSpec, overrides: dict[str, str],
+                   scale: str | None) -> dict[str, Any]:
+    """Defaults, then the scale's values, then the command line's KEY=VALUE."""
+    params = dict(spec.params)
+    if scale and scale != "full":
+        if scale not in spec.scales:
+            raise LabError(f"experiment {spec.name!r} has no scale {scale!r}",
+                           hint="scales: full, " + ", ".join(spec.scales))
+        params.update(spec.scales[scale])
+    for raw_key, text in overrides.items():
+        key = ALIASES.get(raw_key.lower(), raw_key.lower())
+        if key not in params:
+            raise LabError(f"experiment {spec.name!r} has no parameter {raw_key!r}",
+                           hint="parameters: " + ", ".join(k.upper() for k in params))
+        params[key] = _coerce(key, text, spec.params.get(key, params[key]))
+    return params
+
+
+def parse_overrides(args: list[str]) -> dict[str, str]:
+    overrides = {}
+    for arg in args:
+        if "=" not in arg:
+            raise LabError(f"argument {arg!r} is not KEY=VALUE", hint="e.g. ZONES=10000")
+        key, value = arg.split("=", 1)
+        overrides[key.strip()] = value
+    return overrides
+
+
+def _versions() -> dict[str, str]:
+    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n", *PACKAGES],
+                          capture_output=True, text=True)
+    return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+
+
+def _git_revision() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=paths.REPO, capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Cell:
+    """One cell of an experiment's matrix: its folder, its parameters, what it measured."""
+
+    run: Run
+    cell_id: str
+    params: dict[str, Any]
+    path: Path
+    figures: dict[str, Any] = field(default_factory=dict)
+    lab: lab_engine.Lab | None = None
+    monitors: Monitors | None = None
+    status: str = "running"
+
+    def up(self, data: LabData, hold: tuple[str, ...] | list[str] = ()) -> lab_engine.Lab:
+        # a lab kept from the previous cell (KEEP=1) makes way for this one
+        lab_name = lab_engine.topology.load(self.run.spec.topology).name
+        lab_engine.down(lab_name)
+        try:
+            self.lab = lab_engine.up(self.run.spec.topology, runtime=self.run.runtime,
+                                     data=data, hold=hold, quiet=True)
+        except BaseException:
+            # the lab is gone, its logs are not: keep them with the cell
+            logs = paths.LABS_STATE / lab_name / "logs"
+            if logs.exists():
+                shutil.copytree(logs, self.path / "logs", dirs_exist_ok=True)
+            raise
+        self.run.meta["runtime"] = self.lab.runtime.name
+        self.run.meta["cells"][self.cell_id]["sysctls"] = {
+            name: node.sysctls for name, node in self.lab.state.nodes.items()}
+        refused = {name: node.sysctls_refused for name, node in self.lab.state.nodes.items()
+                   if node.sysctls_refused}
+        if refused:
+            self.run.meta["cells"][self.cell_id]["sysctls_refused"] = refused
+        self.run.save_meta()
+        return self.lab
+
+    def monitor(self, nodes: list[str]) -> Monitors:
+        assert self.lab is not None
+        self.monitors = Monitors(self.path / "monitor")
+        for node in nodes:
+            info = self.lab.state.nodes[node]
+            self.monitors.add(node, info.netns, lambda info=info: info.pid)
+        return self.monitors
+
+    def write_json(self) -> None:
+        (self.path / "cell.json").write_text(json.dumps(
+            {"cell_id": self.cell_id, "params": self.params, "figures": self.figures,
+             "status": self.status}, indent=1, default=str))
+
+
+class Run:
+    """A run of one experiment: owns the results folder and every cell's lab lifecycle."""
+
+    def __init__(self, spec: ExperimentSpec, params: dict[str, Any], runtime: str,
+                 keep: bool, command: list[str], scale: str | None):
+        self.spec = spec
+        self.params = params
+        self.runtime = runtime
+        self.keep = keep
+        self.run_id = new_run_id()
+        self.path = paths.RESULTS / spec.name / self.run_id
+        self.path.mkdir(parents=True, exist_ok=False)
+        self.cells: list[Cell] = []
+        topo_file = lab_engine.topology.find_lab(spec.topology)
+        shutil.copy(topo_file, self.path / topo_file.name)
+        shutil.copy(spec.path, self.path / spec.path.name)
+        self.meta: dict[str, Any] = {
+            "experiment": spec.name, "run_id": self.run_id, "description": spec.description,
+            "findings": spec.findings, "params": params, "scale": scale or "full",
+            "runtime": runtime, "topology": _topology_meta(spec.topology),
+            "kernel": platform.release(), "machine": {
+                "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
+                "python": platform.python_version()},
+            "versions": _versions(), "git": _git_revision(), "command": command,
+            "started": _now(), "ended": None, "complete": False, "cells": {},
+        }
+        self.save_meta()
+
+    def prepare_nodes(self, nodes: list[str]) -> None:
+        """Check before the first cell that these nodes can start on the run's runtime (an
+        image node on netns needs its image); records the image of every image node."""
+        topo = lab_engine.topology.load(self.spec.topology)
+        lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
+        images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
+        if images:
+            self.meta.setdefault("images", {}).update(images)
+            self.save_meta()
+
+    def save_meta(self) -> None:
+        (self.path / "meta.json").write_text(json.dumps(self.meta, indent=1, default=str))
+
+    def profile(self, name: str) -> Profile:
+        profile = load_profile(name)
+        self.meta.setdefault("profiles", {})[name] = {
+            "description": profile.description, "sysctls": profile.sysctls,
+            "host_sysctls": profile.host_sysctls,
+            "host_sysctls_applied": bool(profile.host_sysctls) and allow_host_sysctls(),
+            "dangerous": profile.dangerous}
+        return profile
+
+    @contextmanager
+    def cell(self, cell_id: str, params: dict[str, Any]) -> Iterator[Cell]:
+        """Run one cell: its lab is torn down on the way out, whatever happened inside."""
+        safe = cell_id.replace("/", "_").replace(" ", "")
+        cell = Cell(self, cell_id, params, self.path / "cells" / safe)
+        cell.path.mkdir(parents=True, exist_ok=False)
+        self.cells.append(cell)
+        self.meta["cells"][cell_id] = {"params": params, "path": f"cells/{safe}",
+                                       "started": _now()}
+        self.save_meta()
+        try:
+            yield cell
+            cell.status = "complete"
+        except BaseException as exc:
+            cell.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            cell.figures.setdefault("error", str(exc) or type(exc).__name__)
+            raise
+        finally:
+            if cell.monitors is not None:
+                cell.monitors.stop()
+            if cell.lab is not None:
+                _collect_logs(cell)
+                # KEEP=1 keeps a completed cell's lab; the next cell (if any) replaces it
+                if not (self.keep and cell.status == "complete"):
+                    lab_engine.down(cell.lab.name)
+            cell.write_json()
+            self.meta["cells"][cell_id].update({"ended": _now(), "status": cell.status})
+            self.save_meta()
+
+    def finish(self, complete: bool) -> None:
+        self.meta["ended"] = _now()
+        self.meta["complete"] = complete
+        self.save_meta()
+        summary = {"experiment": self.spec.name, "run_id": self.run_id, "complete": complete,
+                   "cells": {c.cell_id: {"params": c.params, "figures": c.figures,
+                                         "status": c.status} for c in self.cells}}
+        (self.path / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+
+
+def _topology_meta(name: str) -> dict[str, Any]:
+    topo = lab_engine.topology.load(name)
+    return {"name": topo.name, "file": topo.path.name,
+            "nodes": {n.name: {"role": n.role, "server": n.server, "address": str(n.address)}
+                      for n in topo.nodes.values()}}
+
+
+def allow_host_sysctls() -> bool:
+    return os.environ.get("DNSLAB_ALLOW_HOST_SYSCTLS") == "1"
+
+
+def _meminfo_total() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _collect_logs(cell: Cell) -> None:
+    assert cell.lab is not None
+    logs = cell.path / "logs"
+    logs.mkdir(exist_ok=True)
+    for name, node in cell.lab.state.nodes.items():
+        source = Path(node.log)
+        if source.exists():
+            shutil.copy(source, logs / f"{name}.log")
+        elif node.log.startswith("docker logs"):
+            with open(logs / f"{name}.log", "w") as out:
+                subprocess.run(node.log.split(), stdout=out, stderr=subprocess.STDOUT)
+
+
+def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
+    module_name, _, func = spec.procedure.rpartition(".")
+    try:
+        module = importlib.import_module(f"experiments.procedures.{module_name}")
+        return getattr(module, func)
+    except (ImportError, AttributeError):
+        raise LabError(f"{spec.path}: procedure {spec.procedure!r} not found",
+                       hint="procedures live in experiments/procedures/<module>.py") from None
+
+
+def run_experiment(name: str, args: list[str], command: list[str] | None = None) -> Run:
+    """Run an experiment end to end and analyse it; returns the finished Run."""
+    overrides = parse_overrides(args)
+    runtime = overrides.pop("RUNTIME", os.environ.get("RUNTIME", "auto")) or "auto"
+    keep = overrides.pop("KEEP", os.environ.get("KEEP", "")) in ("1", "yes", "true")
+    scale = overrides.pop("SCALE", os.environ.get("SCALE", "")) or None
+    if overrides.pop("ALLOW_HOST_SYSCTLS", "") == "1":
+        os.environ["DNSLAB_ALLOW_HOST_SYSCTLS"] = "1"
+    overrides.pop("LAB", None)
+    spec = load_spec(name)
+    params = resolve_params(spec, overrides, scale)
+    run_fn = procedure(spec)
+    lab_name = lab_engine.topology.load(spec.topology).name
+    if lab_engine.leftovers(lab_name) or lab_engine.LabState.load(lab_name):
+        raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself",
+                       hint=f"make lab down LAB={lab_name}")
+    run = Run(spec, params, runtime, keep, command or sys.argv, scale)
+    print(f"run {spec.name}/{run.run_id}: results in {run.path}", file=sys.stderr)
+    complete = False
+    try:
+        run_fn(run)
+        complete = True
+    finally:
+        run.finish(complete)
+    analyse(run)
+    return run
+
+
+def analyse(run: Run) -> None:
+    """Hand the run to the analysis layer (verdicts, plots, report)."""
+    try:
+        from analysis import run_analysis
+    except ImportError:
+        print("analysis: the analysis package is not installed", file=sys.stderr)
+        return
+    try:
+        result = run_analysis(run.path)
+    except LabError:
+        raise
+    except Exception as exc:  # the run's data stay; the analysis can be re-run on them
+        print(f"analysis failed: {exc!r} (hint: make analysis RUN={run.path})", file=sys.stderr)
+        return
+    report = run.path / "report" / "report.html"
+    if isinstance(result, dict):
+        for verdict in result.get("verdicts", []):
+            print(f"  {verdict.get('status', '?'):<16} {verdict.get('finding', '')} "
+                  f"{verdict.get('title', verdict.get('claim_id', ''))}", file=sys.stderr)
+    print(f"report: {report}", file=sys.stderr)

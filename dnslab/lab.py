@@ -1,0 +1,288 @@
+"""The one owner of a lab's lifecycle: render, create, wait for evidence, use, destroy.
+
+`up()` returns a `Lab` only when every started server answers for its zones (an SOA answer
+from inside the lab), or tears everything down and raises a LabError that names the node
+and shows its log tail. `down()` removes every namespace, container, process and host
+sysctl change of a lab, and works from a fresh process, after a crash or twice in a row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dnslab import probe, render, topology
+from dnslab.errors import LabError
+from dnslab.render import LabData, RenderedLab
+from dnslab.runtime import get_runtime, runtime_for_state
+from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
+from dnslab.topology import Node
+
+HEALTH_TIMEOUT_S = float(os.environ.get("DNSLAB_HEALTH_TIMEOUT", "30"))
+
+
+def log_tail(path: str | Path, lines: int = 12) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text[-lines:]) or "    (log is empty)"
+
+
+@dataclass
+class HealthCheck:
+    """The query whose answer proves a node works, and where to send it from."""
+
+    node: str
+    server: str
+    name: str
+    rdtype: str
+    accept_refused: bool = False
+
+
+def health_check(rendered: RenderedLab, node: Node) -> HealthCheck | None:
+    data = rendered.data
+    if node.role in ("primary", "secondary"):
+        zones = rendered.zones_for(node)
+        if not zones:
+            return None
+        names = [z.name for z in zones]
+        name = data.health_zone if data.health_zone in names else names[0]
+        return HealthCheck(node.name, str(node.address), name, "SOA")
+    if node.role == "frontend":
+        refuse = data.node_options.get(node.name, {}).get("mode") == "refuse"
+        return HealthCheck(node.name, str(node.address), data.health_zone, "SOA",
+                           accept_refused=refuse)
+    if node.role == "resolver":
+        return HealthCheck(node.name, str(node.address), data.health_zone, "SOA")
+    return None
+
+
+class Lab:
+    """A running lab: its rendered files, its state and the runtime that runs it."""
+
+    def __init__(self, rendered: RenderedLab | None, state: LabState, runtime: Runtime):
+        self.rendered = rendered
+        self.state = state
+        self.runtime = runtime
+
+    @property
+    def name(self) -> str:
+        return self.state.lab
+
+    def node_dir(self, node: str) -> Path:
+        return Path(self.state.root) / "nodes" / node
+
+    def netns(self, node: str) -> str:
+        return self.state.nodes[node].netns
+
+    def address(self, node: str) -> str:
+        return self.state.nodes[node].address
+
+    def exec_argv(self, node: str, argv: list[str]) -> list[str]:
+        if node not in self.state.nodes:
+            raise LabError(f"lab {self.name!r} has no node {node!r}",
+                           hint="known nodes: " + ", ".join(self.state.nodes))
+        return self.runtime.exec_argv(self.state, node, argv)
+
+    def run(self, node: str, argv: list[str], timeout: float | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run a command inside a node and capture its output."""
+        proc = subprocess.run(self.exec_argv(node, argv), capture_output=True, text=True,
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise LabError(f"{' '.join(argv)} in node {node!r} failed ({proc.returncode}): "
+                           + (proc.stderr.strip().splitlines() or [""])[-1],
+                           hint="see the command's output above")
+        return proc
+
+    def popen(self, node: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(self.exec_argv(node, argv), **kwargs)
+
+    def start(self, node: str) -> None:
+        self.runtime.start_node(self.state, node)
+
+    def stop(self, node: str) -> None:
+        self.runtime.stop_node(self.state, node)
+
+    def alive(self, node: str) -> bool:
+        return self.runtime.node_alive(self.state, node)
+
+    def log(self, node: str) -> Path:
+        return Path(self.state.nodes[node].log)
+
+    def query(self, from_node: str, to_node: str, name: str, rdtype: str = "SOA",
+              tcp: bool = False, timeout: float = 2.0) -> probe.Answer:
+        return probe.query_in(self.netns(from_node), self.address(to_node), name, rdtype,
+                              timeout, tcp)
+
+    def wait_healthy(self, nodes: Iterable[str] | None = None,
+                     timeout: float = HEALTH_TIMEOUT_S) -> dict[str, float]:
+        """Wait until each node answers its health query; return seconds to healthy per node."""
+        assert self.rendered is not None
+        topo = self.rendered.topology
+        wanted = list(nodes) if nodes is not None else [
+            n for n in topo.nodes if self.state.nodes[n].pid is not None or
+            self.runtime.name == "clab"]
+        checks = {n: health_check(self.rendered, topo.nodes[n]) for n in wanted}
+        checks = {n: c for n, c in checks.items() if c is not None}
+        start = time.monotonic()
+        healthy: dict[str, float] = {}
+        while True:
+            for name, check in checks.items():
+                if name in healthy:
+                    continue
+                if self.runtime.name == "netns" and not self.alive(name):
+                    raise LabError(f"node {name!r} ({topo.nodes[name].server}) exited while "
+                                   "starting", hint=f"its log: {self.log(name)}",
+                                   detail=log_tail(self.log(name)))
+                answer = probe.try_query_in(self.netns(name), check.server, check.name,
+                                            check.rdtype, timeout=0.3)
+                if answer and (answer.rcode == "NOERROR" or
+                               (check.accept_refused and answer.rcode == "REFUSED")):
+                    healthy[name] = time.monotonic() - start
+            if len(healthy) == len(checks):
+                return healthy
+            if time.monotonic() - start > timeout:
+                late = [n for n in checks if n not in healthy]
+                name = late[0]
+                raise LabError(
+                    f"node {name!r} did not answer {checks[name].name} {checks[name].rdtype} "
+                    f"within {timeout:.0f} s" + (f" (also late: {', '.join(late[1:])})"
+                                                  if late[1:] else ""),
+                    hint=f"its log: {self.log(name)}", detail=log_tail(self.log(name)))
+            time.sleep(0.05)
+
+
+def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
+    topo = rendered.topology
+    state = LabState(lab=topo.name, runtime=runtime.name, topology=str(topo.path),
+                     root=str(rendered.root),
+                     created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    logs = rendered.root / "logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+    logs.mkdir(parents=True)
+    for node in topo.nodes.values():
+        check = health_check(rendered, node)
+        state.nodes[node.name] = NodeState(
+            name=node.name, role=node.role, server=node.server, address=str(node.address),
+            netns="", log=str(logs / f"{node.name}.log"), health=check.name if check else "")
+    return state
+
+
+def up(lab: str, runtime: str = "auto", data: LabData | None = None,
+       hold: Iterable[str] = (), wait: bool = True, quiet: bool = False) -> Lab:
+    """Render and start a lab; on any failure or Ctrl-C, tear it down before raising."""
+    topo = topology.load(lab)
+    chosen = get_runtime(runtime, topo, quiet=quiet)
+    existing = LabState.load(topo.name)
+    if existing is not None or chosen.leftovers(topo.name):
+        raise LabError(f"lab {topo.name!r} is already up",
+                       hint=f"make lab down LAB={topo.name}, then try again")
+    if chosen.name == "netns" and os.geteuid() != 0:
+        raise LabError("the netns runtime needs root to create network namespaces",
+                       hint="run it with sudo, e.g. sudo make lab up")
+    out = render.lab_dir(topo.name)
+    out.mkdir(parents=True, exist_ok=True)
+    data = data or render.reference_data(topo, out)
+    rendered = render.render(topo, data, out)
+    chosen.preflight(rendered)
+    state = _new_state(rendered, chosen)
+    state.save()
+    handle = Lab(rendered, state, chosen)
+    try:
+        chosen.create(rendered, state, set(hold))
+        if wait:
+            handle.wait_healthy()
+    except BaseException:
+        _destroy(topo.name, chosen)
+        raise
+    return handle
+
+
+def attach(lab: str) -> Lab:
+    """A handle on a lab that is up, from its state file."""
+    state = LabState.load(lab)
+    if state is None:
+        raise LabError(f"lab {lab!r} is not up", hint=f"make lab up LAB={lab}")
+    rendered = None
+    try:
+        topo = topology.load(state.topology)
+        rendered = RenderedLab(topo, render.LabData(zones=[], health_zone="."), Path(state.root))
+    except LabError:
+        pass
+    return Lab(rendered, state, runtime_for_state(state.runtime))
+
+
+def _destroy(lab: str, runtime: Runtime) -> list[str]:
+    removed = runtime.destroy(lab)
+    state = LabState.load(lab)
+    if state is not None:
+        state.file.unlink()
+    return removed
+
+
+def down(lab: str | None = None) -> list[str]:
+    """Tear down one lab, or every lab when `lab` is None; returns what was removed."""
+    from dnslab.runtime import all_runtimes
+
+    labs = [lab] if lab else sorted(set(labs_with_state()) | _labs_from_leftovers())
+    removed: list[str] = []
+    for name in labs:
+        state = LabState.load(name)
+        runtimes = [runtime_for_state(state.runtime)] if state else all_runtimes()
+        for runtime in runtimes:
+            removed += _destroy(name, runtime)
+    return removed
+
+
+def _labs_from_leftovers() -> set[str]:
+    from dnslab.runtime import all_runtimes
+
+    found: set[str] = set()
+    known = set(topology.known_labs()) | set(labs_with_state())
+    for runtime in all_runtimes():
+        for item in runtime.leftovers(None):
+            ident = item.split(" ", 1)[1]
+            for name in known:
+                if ident.startswith((f"dnslab-{name}-", f"clab-{name}-")):
+                    found.add(name)
+            if not any(ident.startswith((f"dnslab-{n}-", f"clab-{n}-")) for n in known):
+                found.add(ident.removeprefix("dnslab-").rsplit("-", 1)[0])
+    return found
+
+
+def leftovers(lab: str | None = None) -> list[str]:
+    from dnslab.runtime import all_runtimes
+
+    items = [item for runtime in all_runtimes() for item in runtime.leftovers(lab)]
+    return items
+
+
+def status(lab: str | None = None) -> list[dict]:
+    """One row per node of each lab that is up: address, state, health."""
+    rows = []
+    for name in [lab] if lab else labs_with_state():
+        state = LabState.load(name)
+        if state is None:
+            continue
+        handle = attach(name)
+        for node in state.nodes.values():
+            alive = handle.alive(node.name) if node.server != "tools" else None
+            answer = None
+            if alive and node.health:
+                answer = probe.try_query_in(node.netns, node.address, node.health, "SOA", 0.5)
+            rows.append({
+                "lab": name, "node": node.name, "role": node.role, "server": node.server,
+                "address": node.address, "runtime": state.runtime,
+                "state": "-" if alive is None else ("running" if alive else "stopped"),
+                "health": "-" if alive is None else (answer.rcode if answer else "no answer"),
+            })
+    return rows

@@ -1,0 +1,181 @@
+"""Node monitors: once a second, the counters the seed authors read by hand with netstat and sar.
+
+For each monitored node a thread joins the node's network namespace and samples, as that
+namespace sees them: UDP InErrors and RcvbufErrors, TCP ActiveOpens, PassiveOpens and
+RetransSegs (/proc/net/snmp), ListenOverflows and ListenDrops (/proc/net/netstat), TCP
+sockets by state (/proc/net/tcp) and TIME_WAIT (/proc/net/sockstat), plus the daemon's CPU
+and RSS (its whole process tree). Rows go to `monitor/<node>.csv` as they are taken, so an
+interrupted run keeps what was measured.
+"""
+
+from __future__ import annotations
+
+import csv
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from dnslab.netns import in_netns
+
+COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
+           "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
+           "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total"]
+
+# /proc/net/tcp state codes
+TCP_ESTABLISHED, TCP_SYN_SENT, TCP_TIME_WAIT = "01", "02", "06"
+
+
+def _snmp_table(text: str) -> dict[str, dict[str, int]]:
+    """Parse the header/value line pairs of /proc/net/snmp and /proc/net/netstat."""
+    tables: dict[str, dict[str, int]] = {}
+    lines = text.splitlines()
+    for header, values in zip(lines[::2], lines[1::2], strict=False):
+        name, _, keys = header.partition(":")
+        _, _, nums = values.partition(":")
+        tables[name] = {k: int(v) for k, v in zip(keys.split(), nums.split(), strict=False)}
+    return tables
+
+
+def _tcp_states(proc_net: Path) -> dict[str, int]:
+    counts = {TCP_ESTABLISHED: 0, TCP_SYN_SENT: 0, TCP_TIME_WAIT: 0, "total": 0}
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(proc_net / name) as handle:
+                next(handle)
+                for line in handle:
+                    state = line.split(None, 4)[3]
+                    counts["total"] += 1
+                    if state in counts:
+                        counts[state] += 1
+        except FileNotFoundError:
+            continue
+    return counts
+
+
+def _sockstat_tw(proc_net: Path) -> int | None:
+    with open(proc_net / "sockstat") as handle:
+        for line in handle:
+            if line.startswith("TCP:"):
+                fields = line.split()
+                return int(fields[fields.index("tw") + 1])
+    return None
+
+
+def sample_counters() -> dict[str, int]:
+    """The network counters of the calling thread's namespace."""
+    proc_net = Path("/proc/thread-self/net")
+    snmp = _snmp_table((proc_net / "snmp").read_text())
+    netstat = _snmp_table((proc_net / "netstat").read_text())
+    states = _tcp_states(proc_net)
+    tw = _sockstat_tw(proc_net)
+    return {
+        "udp_in_errors": snmp["Udp"]["InErrors"],
+        "udp_rcvbuf_errors": snmp["Udp"].get("RcvbufErrors", 0),
+        "tcp_active_opens": snmp["Tcp"]["ActiveOpens"],
+        "tcp_passive_opens": snmp["Tcp"]["PassiveOpens"],
+        "retrans_segs": snmp["Tcp"]["RetransSegs"],
+        "listen_overflows": netstat["TcpExt"].get("ListenOverflows", 0),
+        "listen_drops": netstat["TcpExt"].get("ListenDrops", 0),
+        "tcp_estab": states[TCP_ESTABLISHED],
+        "tcp_syn_sent": states[TCP_SYN_SENT],
+        "tcp_time_wait": tw if tw is not None else states[TCP_TIME_WAIT],
+        "tcp_total": states["total"],
+    }
+
+
+class _ProcessTree:
+    """CPU % and RSS of a daemon and its children (nsd forks workers). The pid is asked for
+    at every sample until the daemon exists, so a node started after its monitor is seen."""
+
+    def __init__(self, pid: Callable[[], int | None]):
+        self.pid = pid
+        self.root: psutil.Process | None = None
+        self.last_cpu: float | None = None
+        self.last_t = time.monotonic()
+
+    def sample(self) -> tuple[float | None, int | None]:
+        if self.root is None:
+            pid = self.pid()
+            if not pid or not psutil.pid_exists(pid):
+                return None, None
+            self.root = psutil.Process(pid)
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+            cpu = sum(sum(p.cpu_times()[:2]) for p in procs)
+            rss = sum(p.memory_info().rss for p in procs) // 1024
+        except psutil.Error:
+            return None, None
+        now = time.monotonic()
+        pct = None
+        if self.last_cpu is not None and now > self.last_t:
+            pct = round(100.0 * (cpu - self.last_cpu) / (now - self.last_t), 1)
+        self.last_cpu, self.last_t = cpu, now
+        return pct, rss
+
+
+class NodeMonitor:
+    """Samples one node every `interval` seconds into a CSV file until stopped."""
+
+    def __init__(self, node: str, netns: str, pid: Callable[[], int | None], out: Path,
+                 interval: float = 1.0, t0: float | None = None):
+        self.node, self.netns, self.pid, self.out = node, netns, pid, out
+        self.interval = interval
+        self.t0 = t0 if t0 is not None else time.monotonic()
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"monitor-{node}", daemon=True)
+        self.rows = 0
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            in_netns(self.netns, self._loop)
+        except BaseException as exc:  # reported by the owner after stop()
+            self.error = exc
+
+    def _loop(self) -> None:
+        tree = _ProcessTree(self.pid)
+        with open(self.out, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            tick = time.monotonic()
+            while not self.stop_event.is_set():
+                row: dict[str, object] = {"t": round(time.monotonic() - self.t0, 3)}
+                row.update(sample_counters())
+                row["cpu_pct"], row["rss_kb"] = tree.sample()
+                writer.writerow(row)
+                handle.flush()
+                self.rows += 1
+                tick += self.interval
+                self.stop_event.wait(max(0.0, tick - time.monotonic()))
+
+
+class Monitors:
+    """A group of node monitors sharing one time origin."""
+
+    def __init__(self, out_dir: Path, interval: float = 1.0):
+        self.out_dir = out_dir
+        self.interval = interval
+        self.t0 = time.monotonic()
+        self.monitors: list[NodeMonitor] = []
+
+    def add(self, node: str, netns: str, pid: Callable[[], int | None]) -> NodeMonitor:
+        monitor = NodeMonitor(node, netns, pid, self.out_dir / f"{node}.csv", self.interval,
+                              self.t0)
+        self.monitors.append(monitor)
+        monitor.start()
+        return monitor
+
+    def stop(self) -> None:
+        for monitor in self.monitors:
+            monitor.stop()

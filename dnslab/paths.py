@@ -1,0 +1,17 @@
+"""Where things live: the repository's folders and the ignored build and results folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOPOLOGIES = REPO / "topologies"
+TEMPLATES = TOPOLOGIES / "templates"
+EXPERIMENTS = REPO / "experiments"
+PROFILES = EXPERIMENTS / "profiles"
+BUILD = Path(os.environ.get("DNSLAB_BUILD", REPO / "build"))
+RESULTS = Path(os.environ.get("DNSLAB_RESULTS", REPO / "results"))
+LABS_STATE = BUILD / "labs"
+ZONES_BUILD = BUILD / "zones"
+BIN = BUILD / "bin"

@@ -1,0 +1,229 @@
+"""Render every node's configuration from one set of Jinja templates, for both runtimes.
+
+A lab is rendered into `build/labs/<lab>/`: a folder per node (`nodes/<node>/`) with the
+daemon's configuration, `run.sh` (which execs the daemon in the foreground) and `node.env`,
+plus a containerlab file that bind-mounts those folders at the same absolute path. So the
+netns runtime and the containers read byte-identical files.
+
+What the lab serves (zones, per-node options and sysctls) is a `LabData`; experiments build
+their own, `reference_data` gives the reference lab's small emulated internet.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from dnslab import paths
+from dnslab.errors import LabError
+from dnslab.topology import IFACE, LAN, Node, Topology
+
+CONFIG_FILES = {
+    "bind": ["named.conf", "rndc.conf"],
+    "knot": ["knot.conf"],
+    "nsd": ["nsd.conf"],
+    "dnsdist": ["dnsdist.conf"],
+    "unbound": ["unbound.conf", "root.hints"],
+    "tools": [],
+}
+
+
+@dataclass(frozen=True)
+class ZoneRef:
+    """A zone the primary serves from `path`; secondaries transfer it when `on_secondaries`."""
+
+    name: str
+    path: Path
+    on_secondaries: bool = True
+
+    @property
+    def file_name(self) -> str:
+        if self.name in (".", ""):
+            return "root.zone"
+        return re.sub(r"[^A-Za-z0-9._-]", "_", self.name.rstrip(".")) + ".zone"
+
+
+@dataclass
+class LabData:
+    """What a lab serves and how each node is tuned."""
+
+    zones: list[ZoneRef]
+    health_zone: str
+    node_options: dict[str, dict] = field(default_factory=dict)
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+    extra_binds: list[Path] = field(default_factory=list)
+    # per-node zone lists for labs whose authoritative nodes serve different zones (an
+    # emulated internet: root, TLD and second-level servers); a node listed here serves
+    # exactly these zones, every other node gets its role's default (`zones_for`)
+    node_zones: dict[str, list[ZoneRef]] = field(default_factory=dict)
+
+
+@dataclass
+class RootServer:
+    ns_name: str
+    address: str
+
+
+@dataclass
+class RenderedLab:
+    """The rendered lab: where its node folders and its containerlab file are."""
+
+    topology: Topology
+    data: LabData
+    root: Path
+
+    def node_dir(self, node: str) -> Path:
+        return self.root / "nodes" / node
+
+    @property
+    def clab_file(self) -> Path:
+        return self.root / f"{self.topology.name}.clab.yml"
+
+    def zones_for(self, node: Node) -> list[ZoneRef]:
+        if node.name in self.data.node_zones:
+            return list(self.data.node_zones[node.name])
+        if node.role == "primary":
+            return list(self.data.zones)
+        if node.role == "secondary":
+            return [z for z in self.data.zones if z.on_secondaries]
+        return []
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(paths.TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def lab_dir(lab: str) -> Path:
+    return paths.LABS_STATE / lab
+
+
+def _serial() -> int:
+    return int(time.time())
+
+
+def reference_data(topology: Topology, out: Path) -> LabData:
+    """The reference lab's zones: a lab root, the `test.` TLD and `example.test.`."""
+    env = _environment()
+    zone_dir = out / "zones"
+    zone_dir.mkdir(parents=True, exist_ok=True)
+    primary = topology.one("primary")
+    context = {
+        "primary": primary,
+        "nodes": list(topology.nodes.values()),
+        "secondaries": topology.by_role("secondary"),
+        "root_servers": root_servers(topology),
+        "serial": _serial(),
+    }
+    zones = []
+    for name, template, on_secondaries in (
+        (".", "root.zone.j2", False),
+        ("test.", "test.zone.j2", False),
+        ("example.test.", "example.test.zone.j2", True),
+    ):
+        target = zone_dir / ZoneRef(name, Path()).file_name
+        target.write_text(env.get_template(f"zones/{template}").render(**context))
+        zones.append(ZoneRef(name, target, on_secondaries))
+    return LabData(zones=zones, health_zone="example.test.")
+
+
+def root_servers(topology: Topology) -> list[RootServer]:
+    """The lab root's name servers: the primary, named inside the lab's own `test.` TLD."""
+    primary = topology.one("primary")
+    return [RootServer(f"{primary.name}.nodes.test.", str(primary.address))]
+
+
+def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node: Node) -> dict:
+    secondaries = topology.by_role("secondary")
+    backends_label = node.label("backends")
+    if backends_label:
+        backends = [topology.node(n.strip()) for n in backends_label.split(",") if n.strip()]
+    else:
+        backends = secondaries or topology.by_role("primary")
+    return {
+        "node": node,
+        "node_dir": str(rendered.node_dir(node.name)),
+        "lan": str(LAN),
+        "zones": rendered.zones_for(node),
+        "primary": topology.by_role("primary")[0] if topology.by_role("primary") else None,
+        "secondaries": secondaries,
+        "backends": backends,
+        "health_zone": data.health_zone,
+        "root_servers": root_servers(topology) if topology.by_role("primary") else [],
+        "opts": data.node_options.get(node.name, {}),
+        "rndc_secret": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
+
+
+def render(topology: Topology, data: LabData, out: Path | None = None) -> RenderedLab:
+    """Write every node folder and the containerlab file; replaces an older rendering."""
+    out = out or lab_dir(topology.name)
+    rendered = RenderedLab(topology=topology, data=data, root=out)
+    nodes_root = out / "nodes"
+    if nodes_root.exists():
+        shutil.rmtree(nodes_root)
+    env = _environment()
+    for node in topology.nodes.values():
+        node_dir = rendered.node_dir(node.name)
+        for sub in ("zones", "db", "xfr"):
+            (node_dir / sub).mkdir(parents=True, exist_ok=True)
+        context = _node_context(topology, data, rendered, node)
+        try:
+            for config in CONFIG_FILES[node.server]:
+                text = env.get_template(f"{node.server}/{config}.j2").render(**context)
+                (node_dir / config).write_text(text)
+            run = ""
+            if node.server != "tools":
+                run = env.get_template(f"{node.server}/run.sh.j2").render(**context)
+        except jinja2.TemplateError as exc:
+            raise LabError(f"rendering {node.server} config for node {node.name!r} failed: {exc}",
+                           hint="check the node options the experiment passes") from None
+        (node_dir / "run.sh").write_text("#!/bin/sh\n" + run)
+        (node_dir / "node.env").write_text(
+            f"DNSLAB_NODE={node.name}\nDNSLAB_ROLE={node.role}\nDNSLAB_SERVER={node.server}\n"
+            f"DNSLAB_ADDR={node.cidr}\nDNSLAB_IFACE={IFACE}\n"
+        )
+    write_clab_file(rendered)
+    return rendered
+
+
+def node_sysctls(rendered: RenderedLab, node: Node) -> dict[str, str]:
+    """The topology's sysctls for a node, overlaid with the experiment's profile."""
+    return {**node.sysctls, **rendered.data.sysctls.get(node.name, {})}
+
+
+def write_clab_file(rendered: RenderedLab) -> Path:
+    """The deployable containerlab file: the source topology plus binds, env and sysctls."""
+    topo = yaml.safe_load(rendered.topology.path.read_text())
+    all_zones = [*rendered.data.zones, *(z for zs in rendered.data.node_zones.values() for z in zs)]
+    zone_dirs = sorted({str(z.path.parent) for z in all_zones})
+    extra = [str(p) for p in rendered.data.extra_binds]
+    for node in rendered.topology.nodes.values():
+        spec = topo["topology"]["nodes"][node.name] or {}
+        node_dir = str(rendered.node_dir(node.name))
+        spec["binds"] = [f"{d}:{d}" for d in [node_dir, *zone_dirs, *extra]]
+        spec["env"] = {**(spec.get("env") or {}), "DNSLAB_NODE_DIR": node_dir}
+        sysctls = node_sysctls(rendered, node)
+        if sysctls:
+            spec["sysctls"] = sysctls
+        topo["topology"]["nodes"][node.name] = spec
+    rendered.clab_file.parent.mkdir(parents=True, exist_ok=True)
+    rendered.clab_file.write_text(
+        "# Rendered by dnslab from " + str(rendered.topology.path) + "; do not edit.\n"
+        + yaml.safe_dump(topo, sort_keys=False)
+    )
+    return rendered.clab_file

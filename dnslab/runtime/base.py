@@ -1,0 +1,118 @@
+"""What every runtime provides, and the lab state file both runtimes keep.
+
+A runtime turns a rendered lab into running nodes: it creates the network, starts and stops
+each node's daemon, gives the network namespace a probe can join, and destroys everything.
+The state file (`build/labs/<lab>/state.json`) records what was created, so `lab down`,
+`lab status` and `lab exec` work from a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from dnslab import paths
+from dnslab.render import RenderedLab
+from dnslab.topology import Topology
+
+
+@dataclass
+class NodeState:
+    name: str
+    role: str
+    server: str
+    address: str
+    netns: str
+    log: str
+    pid: int | None = None
+    health: str = ""  # the zone whose SOA answer proves the node works
+    sysctls: dict[str, str] = field(default_factory=dict)
+    # host-wide keys the node asked for but did not get (ALLOW_HOST_SYSCTLS not set)
+    sysctls_refused: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class LabState:
+    lab: str
+    runtime: str
+    topology: str
+    root: str
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    created: str = ""
+
+    @property
+    def file(self) -> Path:
+        return state_file(self.lab)
+
+    def save(self) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        data = asdict(self)
+        tmp = self.file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.file)
+
+    @classmethod
+    def load(cls, lab: str) -> LabState | None:
+        path = state_file(lab)
+        if not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        nodes = {k: NodeState(**v) for k, v in raw.pop("nodes").items()}
+        return cls(nodes=nodes, **raw)
+
+
+def state_file(lab: str) -> Path:
+    return paths.LABS_STATE / lab / "state.json"
+
+
+def host_sysctl_file(lab: str) -> Path:
+    return paths.LABS_STATE / lab / "host-sysctls.saved.json"
+
+
+def labs_with_state() -> list[str]:
+    return sorted(p.parent.name for p in paths.LABS_STATE.glob("*/state.json"))
+
+
+class Runtime(ABC):
+    """One way of running a lab: containerlab or network namespaces."""
+
+    name: str
+
+    @abstractmethod
+    def preflight(self, rendered: RenderedLab) -> None:
+        """Raise LabError with the exact fix when this host cannot run the lab."""
+
+    @abstractmethod
+    def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
+        """Make sure these nodes can start (what they run exists); raise LabError if not."""
+
+    @abstractmethod
+    def create(self, rendered: RenderedLab, state: LabState, hold: set[str]) -> None:
+        """Create the network and nodes; start every daemon except those in `hold`."""
+
+    @abstractmethod
+    def start_node(self, state: LabState, node: str) -> None:
+        """Start a held node's daemon."""
+
+    @abstractmethod
+    def stop_node(self, state: LabState, node: str) -> None:
+        """Stop a node's daemon (SIGTERM, then SIGKILL after 2 s)."""
+
+    @abstractmethod
+    def node_alive(self, state: LabState, node: str) -> bool:
+        """Whether the node's daemon still runs."""
+
+    @abstractmethod
+    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        """The command line that runs `argv` inside the node."""
+
+    @abstractmethod
+    def destroy(self, lab: str) -> list[str]:
+        """Remove everything of the lab (idempotent); return what was removed."""
+
+    @abstractmethod
+    def leftovers(self, lab: str | None) -> list[str]:
+        """What of a lab (or of every lab) still exists on this host."""

@@ -1,0 +1,139 @@
+"""The containerlab runtime: the rendered topology deployed with `containerlab deploy`.
+
+Every node is a container from `images/`; its entrypoint reads the same rendered node folder
+the netns runtime uses (bind-mounted at the same absolute path). The lab bridge is a host
+Linux bridge with no address, created before deploy and removed after destroy. A node held
+back for a cold start waits in its entrypoint until its `hold` file is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from dnslab import paths
+from dnslab.errors import LabError
+from dnslab.netns import ip
+from dnslab.render import RenderedLab
+from dnslab.runtime.base import LabState, Runtime
+from dnslab.topology import Topology
+
+HOLD_FILE = "hold"
+
+
+def containerlab_binary() -> str | None:
+    built = paths.BIN / "containerlab"
+    if built.exists():
+        return str(built)
+    return shutil.which("containerlab")
+
+
+def docker_works() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
+def container(lab: str, node: str) -> str:
+    return f"clab-{lab}-{node}"
+
+
+def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["docker", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise LabError(f"docker {' '.join(args[:2])} failed: {proc.stderr.strip()}",
+                       hint="is the Docker engine running? (docker info)")
+    return proc
+
+
+class ClabRuntime(Runtime):
+    name = "clab"
+
+    def preflight(self, rendered: RenderedLab) -> None:
+        binary = containerlab_binary()
+        if binary is None:
+            raise LabError("containerlab is not installed",
+                           hint="install it (https://containerlab.dev/install/) or RUNTIME=netns")
+        if not docker_works():
+            raise LabError("no Docker engine answers", hint="start dockerd, or RUNTIME=netns")
+        self.prepare_nodes(rendered.topology, rendered.topology.nodes)
+
+    def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
+        for name in nodes:
+            node = topology.node(name)
+            if _docker("image", "inspect", node.image, check=False).returncode != 0:
+                raise LabError(f"image {node.image} (node {name!r}) is not built",
+                               hint="make images")
+
+    def leftovers(self, lab: str | None) -> list[str]:
+        found: list[str] = []
+        if shutil.which("docker") and docker_works():
+            prefix = f"clab-{lab}-" if lab else "clab-"
+            out = _docker("ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}",
+                          check=False).stdout
+            found += [f"container {n}" for n in out.split() if n.startswith(prefix)]
+        for state_dir in paths.LABS_STATE.glob("*/bridge"):
+            bridge = state_dir.read_text().strip()
+            if (lab is None or state_dir.parent.name == lab) and Path(
+                    f"/sys/class/net/{bridge}").exists():
+                found.append(f"bridge {bridge}")
+        return found
+
+    def create(self, rendered: RenderedLab, state: LabState, hold: set[str]) -> None:
+        topo = rendered.topology
+        bridge = topo.bridge[:15]
+        (rendered.root / "bridge").write_text(bridge)
+        if not Path(f"/sys/class/net/{bridge}").exists():
+            ip("link", "add", bridge, "type", "bridge")
+        ip("link", "set", bridge, "up")
+        for name in hold:
+            (rendered.node_dir(name) / HOLD_FILE).write_text("held for a cold start\n")
+        proc = subprocess.run([containerlab_binary() or "containerlab", "deploy", "-t",
+                               str(rendered.clab_file), "--reconfigure"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+            raise LabError("containerlab deploy failed", hint="see its output below",
+                           detail=tail)
+        for node in topo.nodes.values():
+            info = json.loads(_docker("inspect", container(topo.name, node.name)).stdout)[0]
+            pid = info["State"]["Pid"]
+            state.nodes[node.name].netns = f"/proc/{pid}/ns/net"
+            state.nodes[node.name].pid = pid
+            state.nodes[node.name].sysctls = {
+                k: v for k, v in (info["HostConfig"].get("Sysctls") or {}).items()}
+            state.nodes[node.name].log = f"docker logs {container(topo.name, node.name)}"
+        state.save()
+
+    def start_node(self, state: LabState, node: str) -> None:
+        (Path(state.root) / "nodes" / node / HOLD_FILE).unlink(missing_ok=True)
+
+    def stop_node(self, state: LabState, node: str) -> None:
+        _docker("stop", "-t", "2", container(state.lab, node), check=False)
+
+    def node_alive(self, state: LabState, node: str) -> bool:
+        out = _docker("inspect", "-f", "{{.State.Running}}", container(state.lab, node),
+                      check=False).stdout.strip()
+        return out == "true"
+
+    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        return ["docker", "exec", container(state.lab, node), *argv]
+
+    def destroy(self, lab: str) -> list[str]:
+        removed: list[str] = []
+        rendered_file = paths.LABS_STATE / lab / f"{lab}.clab.yml"
+        binary = containerlab_binary()
+        if binary and rendered_file.exists() and docker_works():
+            subprocess.run([binary, "destroy", "-t", str(rendered_file), "--cleanup"],
+                           capture_output=True, text=True)
+        for item in self.leftovers(lab):
+            kind, ident = item.split(" ", 1)
+            if kind == "container":
+                _docker("rm", "-f", ident, check=False)
+            elif kind == "bridge":
+                ip("link", "delete", ident, check=False)
+            removed.append(item)
+        return removed

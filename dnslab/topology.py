@@ -1,0 +1,220 @@
+"""Load a containerlab topology file and give every lab node its role, server and address.
+
+The topology files in `topologies/` are real containerlab files. What the lab needs beyond
+containerlab's own fields rides in node labels (`dnslab.role`, `dnslab.server`), so the same
+file deploys with containerlab and instantiates on the network-namespace runtime.
+
+Addressing has exactly one rule, here: the lab LAN is 198.18.0.0/24 (RFC 2544 benchmarking
+space, never routed) and the Nth linux node in file order gets 198.18.0.(10+N).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from dnslab import paths
+from dnslab.errors import LabError
+
+LAN = ipaddress.IPv4Network("198.18.0.0/24")
+FIRST_HOST = 10
+IFACE = "eth1"
+
+ROLES = {"primary", "secondary", "frontend", "resolver", "client"}
+SERVERS = {"bind", "knot", "nsd", "dnsdist", "unbound", "tools"}
+ROLE_SERVERS = {
+    "primary": {"bind", "knot", "nsd"},
+    "secondary": {"bind", "knot", "nsd"},
+    "frontend": {"dnsdist"},
+    "resolver": {"unbound"},
+    "client": {"tools"},
+}
+
+
+def node_address(ordinal: int) -> ipaddress.IPv4Address:
+    """The address of the Nth (1-based) linux node of a lab."""
+    if not 1 <= ordinal <= 254 - FIRST_HOST:
+        raise LabError(
+            f"a lab holds at most {254 - FIRST_HOST} nodes, node #{ordinal} is one too many",
+            hint="split the topology into smaller labs",
+        )
+    return LAN.network_address + FIRST_HOST + ordinal
+
+
+@dataclass
+class Node:
+    """One lab node: a DNS server or the client, with its place on the lab LAN."""
+
+    name: str
+    ordinal: int
+    role: str
+    server: str
+    image: str
+    labels: dict[str, str]
+    sysctls: dict[str, str]
+    bridge_port: str
+
+    @property
+    def address(self) -> ipaddress.IPv4Address:
+        return node_address(self.ordinal)
+
+    @property
+    def cidr(self) -> str:
+        return f"{self.address}/{LAN.prefixlen}"
+
+    def label(self, key: str, default: str | None = None) -> str | None:
+        return self.labels.get(f"dnslab.{key}", default)
+
+
+@dataclass
+class Topology:
+    """A parsed topology: the lab's name, its bridge and its nodes in file order."""
+
+    name: str
+    path: Path
+    bridge: str
+    nodes: dict[str, Node] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    def by_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.role == role]
+
+    def one(self, role: str) -> Node:
+        found = self.by_role(role)
+        if not found:
+            raise LabError(
+                f"lab {self.name!r} has no {role} node",
+                hint=f"add a node with label dnslab.role: {role} to {self.path.name}",
+            )
+        return found[0]
+
+    def node(self, name: str) -> Node:
+        if name not in self.nodes:
+            raise LabError(
+                f"lab {self.name!r} has no node {name!r}",
+                hint="known nodes: " + ", ".join(self.nodes),
+            )
+        return self.nodes[name]
+
+    @property
+    def servers(self) -> set[str]:
+        return {n.server for n in self.nodes.values()}
+
+
+def known_labs() -> list[str]:
+    return sorted(p.name.removesuffix(".clab.yml") for p in paths.TOPOLOGIES.glob("*.clab.yml"))
+
+
+def find_lab(name: str) -> Path:
+    """The topology file of a lab name, or a file path given directly."""
+    as_path = Path(name)
+    if as_path.suffix in (".yml", ".yaml") and as_path.exists():
+        return as_path.resolve()
+    candidate = paths.TOPOLOGIES / f"{name}.clab.yml"
+    if not candidate.exists():
+        raise LabError(
+            f"unknown lab {name!r}", hint="known labs: " + ", ".join(known_labs())
+        )
+    return candidate
+
+
+def load(source: str | Path) -> Topology:
+    """Parse and check a topology file; every problem is a LabError naming file and line."""
+    path = find_lab(str(source))
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark else "?"
+        raise LabError(
+            f"{path}:{line}: topology does not parse: {exc.problem}",
+            hint="fix the YAML at that line",
+        ) from None
+    return from_dict(raw, path)
+
+
+def _fail(path: Path, what: str, hint: str) -> LabError:
+    return LabError(f"{path}: {what}", hint=hint)
+
+
+def from_dict(raw: object, path: Path) -> Topology:
+    """Build a Topology from parsed YAML, checking what the lab relies on."""
+    if not isinstance(raw, dict) or "topology" not in raw:
+        raise _fail(path, "not a containerlab topology", "it needs 'name:' and 'topology:'")
+    name = raw.get("name")
+    stem = path.name.removesuffix(".clab.yml").removesuffix(".yml")
+    if name != stem:
+        raise _fail(path, f"name {name!r} differs from the file stem {stem!r}",
+                    f"set 'name: {stem}' (containerlab convention)")
+    topo = raw["topology"] or {}
+    defaults = topo.get("defaults") or {}
+    nodes_raw = topo.get("nodes") or {}
+    bridges = [n for n, spec in nodes_raw.items()
+               if (spec or {}).get("kind", defaults.get("kind")) == "bridge"]
+    if len(bridges) != 1:
+        raise _fail(path, f"needs one 'kind: bridge' node (the lab LAN), found {len(bridges)}",
+                    "add one bridge node and link every node's eth1 to it")
+    bridge = bridges[0]
+
+    ports: dict[str, str] = {}
+    for link in topo.get("links") or []:
+        ends = (link or {}).get("endpoints") or []
+        if len(ends) != 2 or not all(isinstance(e, str) and ":" in e for e in ends):
+            raise _fail(path, f"link {ends!r} is not two 'node:interface' endpoints",
+                        "write links as endpoints: [node:eth1, bridge:port]")
+        (a_node, a_if), (b_node, b_if) = (e.split(":", 1) for e in ends)
+        if b_node == bridge:
+            node_end, iface, port = a_node, a_if, b_if
+        elif a_node == bridge:
+            node_end, iface, port = b_node, b_if, a_if
+        else:
+            raise _fail(path, f"link {ends!r} does not reach the bridge {bridge!r}",
+                        "the lab is one LAN: link each node's eth1 to the bridge")
+        if iface != IFACE:
+            raise _fail(path, f"node {node_end!r} links {iface!r}", f"use {IFACE}")
+        if node_end in ports:
+            raise _fail(path, f"node {node_end!r} has two links", "one link per node")
+        ports[node_end] = port
+
+    topology = Topology(name=name, path=path, bridge=bridge, raw=raw)
+    ordinal = 0
+    default_labels = defaults.get("labels") or {}
+    for node_name, spec in nodes_raw.items():
+        spec = spec or {}
+        if node_name == bridge:
+            continue
+        kind = spec.get("kind", defaults.get("kind"))
+        if kind != "linux":
+            raise _fail(path, f"node {node_name!r} is of kind {kind!r}",
+                        "lab nodes are 'kind: linux' (plus the one bridge)")
+        labels = {**default_labels, **(spec.get("labels") or {})}
+        role = labels.get("dnslab.role")
+        server = labels.get("dnslab.server")
+        if role not in ROLES or server not in SERVERS:
+            raise _fail(path, f"node {node_name!r} lacks valid dnslab.role/dnslab.server labels",
+                        f"roles: {', '.join(sorted(ROLES))}; servers: {', '.join(sorted(SERVERS))}")
+        if server not in ROLE_SERVERS[role]:
+            raise _fail(path, f"node {node_name!r}: a {role} cannot be {server}",
+                        f"a {role} is one of {', '.join(sorted(ROLE_SERVERS[role]))}")
+        if node_name not in ports:
+            raise _fail(path, f"node {node_name!r} has no link to the bridge",
+                        f"add endpoints: [{node_name}:eth1, {bridge}:{node_name}]")
+        ordinal += 1
+        sysctls = {**(defaults.get("sysctls") or {}), **(spec.get("sysctls") or {})}
+        topology.nodes[node_name] = Node(
+            name=node_name,
+            ordinal=ordinal,
+            role=role,
+            server=server,
+            image=str(spec.get("image", defaults.get("image", ""))),
+            labels={k: str(v) for k, v in labels.items()},
+            sysctls={k: str(v) for k, v in sysctls.items()},
+            bridge_port=ports[node_name],
+        )
+        node_address(ordinal)
+    if topology.by_role("secondary") and not topology.by_role("primary"):
+        raise _fail(path, "secondaries need a primary", "add a node with dnslab.role: primary")
+    return topology

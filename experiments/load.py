@@ -1,0 +1,367 @@
+"""Load protocols of finding F1 (stair, burst, soak) and their pass criteria.
+
+The seed rated an authoritative server by its *stair* capacity: the highest rate, stepped up
+every minute, with no continuing DNS errors and a request->response time (TAT) under 1 s; then
+held that rate for a *burst* (10 min) and a *soak* (48 h). This module drives a load generator
+through a caller-supplied `run(argv) -> stdout` callable (the engine's `lab.exec` on a client
+node, or `local_runner` here), judges every step and writes `stair.csv`.
+
+A generator is anything with `command(rate, duration, warmup)` and `parse(stdout)`
+(`LoadGenerator`); `DnsloadGenerator` drives `build/bin/dnsload` (UDP first, TCP retry on
+TC=1, as a mobile core's MME). A dnsperf-based driver only needs those two methods: dnsperf
+prints totals only, so its `parse` would map "Queries sent/completed/lost" and the latency
+lines onto a `StepMeasure` (no TCP fallback, and no warm-up exclusion).
+
+Definitions used throughout:
+- errors: failed queries other than timeouts (error rcodes, network errors, and queries the
+  generator could not send because its outstanding limit was full);
+- error rate: (errors + timeouts) / offered, over the step without its first `warmup_s`;
+- TAT: latency of answered queries, UDP send to final answer, TCP retry included; the pass
+  criterion uses `Criteria.tat_stat` ("max" by default, as the seed; "p99" is available);
+- tcp_share: TCP queries / (UDP + TCP queries), the share of queries the server sees on TCP.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from dnslab.errors import LabError
+from dnslab.paths import BIN
+
+T = TypeVar("T")
+
+Runner = Callable[[list[str]], str]
+
+CSV_COLUMNS = [
+    "step", "offered_qps", "answered_qps", "udp", "tcp", "truncated", "timeouts", "errors",
+    "p50_ms", "p90_ms", "p99_ms", "max_ms", "tcp_share", "passed",
+    # beyond the fixed columns: what the step aimed at and why it failed
+    "target_qps", "error_rate", "reasons",
+]
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Pass criteria for one step (defaults: the seed's F1 protocol)."""
+
+    max_error_rate: float = 0.001
+    max_tat_ms: float = 1000.0
+    tat_stat: Literal["max", "p99"] = "max"
+    warmup_s: float = 5.0
+    # below this share of the target rate the step did not really run at its rate
+    min_offered_ratio: float = 0.95
+    error_rcodes: tuple[str, ...] = ("SERVFAIL", "REFUSED", "FORMERR", "NOTIMP")
+
+
+@dataclass(frozen=True)
+class StepMeasure:
+    """What a generator measured over one step (its steady window when it has one)."""
+
+    seconds: float
+    offered_qps: float
+    answered_qps: float
+    sent: int  # queries sent over UDP (first try)
+    answered: int
+    tcp: int  # TCP retries
+    truncated: int
+    timeouts: int
+    throttled: int  # due but not sent: the generator's outstanding limit was full
+    net_errors: int
+    rcodes: dict[str, int]
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+    def rcode_errors(self, error_rcodes: Sequence[str]) -> int:
+        return sum(n for name, n in self.rcodes.items() if name in error_rcodes)
+
+
+@dataclass
+class StepResult:
+    """One judged step."""
+
+    step: int
+    target_qps: float
+    measure: StepMeasure
+    errors: int
+    error_rate: float
+    tcp_share: float
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    raw: str = ""  # the generator's stdout, to keep as raw tool output
+
+    def row(self) -> dict[str, object]:
+        m = self.measure
+        return {
+            "step": self.step, "offered_qps": round(m.offered_qps, 1),
+            "answered_qps": round(m.answered_qps, 1), "udp": m.sent, "tcp": m.tcp,
+            "truncated": m.truncated, "timeouts": m.timeouts, "errors": self.errors,
+            "p50_ms": m.p50_ms, "p90_ms": m.p90_ms, "p99_ms": m.p99_ms, "max_ms": m.max_ms,
+            "tcp_share": round(self.tcp_share, 4), "passed": self.passed,
+            "target_qps": self.target_qps, "error_rate": round(self.error_rate, 6),
+            "reasons": "; ".join(self.reasons),
+        }
+
+
+class LoadGenerator(Protocol):
+    name: str
+
+    def command(self, rate: float, duration: float, warmup: float) -> list[str]:
+        """argv that offers `rate` qps for `duration` s and reports without the first `warmup` s."""
+        ...
+
+    def parse(self, stdout: str) -> StepMeasure: ...
+
+
+@dataclass
+class DnsloadGenerator:
+    """Drives `dnsload run` (tools/dnsload). The timeout is longer than the TAT limit on
+    purpose: a 3 s answer must be seen as a 3 s TAT, not hidden as a timeout."""
+
+    server: str  # IP:PORT, loopback or 198.18.0.0/15
+    query_file: str
+    binary: str = str(BIN / "dnsload")
+    timeout_s: float = 5.0
+    bufsize: int = 4096
+    max_outstanding: int = 100_000
+    tcp_reuse: bool = False
+    sockets: int | None = None
+    name: str = "dnsload"
+
+    def command(self, rate: float, duration: float, warmup: float) -> list[str]:
+        argv = [
+            self.binary, "run", "-s", self.server, "-d", self.query_file,
+            "-Q", f"{rate:g}", "-l", f"{duration:g}", "-t", f"{self.timeout_s:g}",
+            "-b", str(self.bufsize), "-q", str(self.max_outstanding),
+        ]
+        if 0 < warmup < duration:
+            argv += ["-warmup", f"{warmup:g}"]
+        if self.tcp_reuse:
+            argv.append("-tcp-reuse")
+        if self.sockets:
+            argv += ["-c", str(self.sockets)]
+        return argv
+
+    def parse(self, stdout: str) -> StepMeasure:
+        lines: dict[str, dict] = {}
+        for line in stdout.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            lines[obj.get("type", "")] = obj
+        rec = lines.get("steady") or lines.get("total")
+        if rec is None:
+            raise LabError(
+                "dnsload printed no totals",
+                hint="run the printed command by hand; is build/bin/dnsload built "
+                "(scripts/build-dnsload.sh)?",
+            )
+        lat = rec["lat_ms"]
+        return StepMeasure(
+            seconds=float(rec["seconds"]), offered_qps=float(rec["offered_qps"]),
+            answered_qps=float(rec["answered_qps"]), sent=int(rec["udp"]),
+            answered=int(rec["answered"]), tcp=int(rec["tcp"]), truncated=int(rec["truncated"]),
+            timeouts=int(rec["timeouts"]), throttled=int(rec["throttled"]),
+            net_errors=int(rec["net_errors"]), rcodes=dict(rec.get("rcodes") or {}),
+            p50_ms=float(lat["p50"]), p90_ms=float(lat["p90"]), p99_ms=float(lat["p99"]),
+            max_ms=float(lat["max"]),
+        )
+
+
+def local_runner(argv: list[str]) -> str:
+    """Run a command on this host and return its stdout (LabError on failure)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError as exc:
+        raise LabError(f"cannot run {argv[0]}",
+                       hint="build it with scripts/build-dnsload.sh") from exc
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LabError(f"{Path(argv[0]).name} failed: {last}")
+    return proc.stdout
+
+
+def exec_runner(exec_fn: Callable[[str, list[str]], subprocess.Popen], node: str) -> Runner:
+    """Adapt the engine's `lab.exec(node, argv) -> Popen` into a Runner for one node."""
+
+    def run(argv: list[str]) -> str:
+        proc = exec_fn(node, argv)
+        out, err = proc.communicate()
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        if isinstance(err, bytes):
+            err = err.decode(errors="replace")
+        if proc.returncode != 0:
+            last = ((err or "").strip().splitlines() or ["no message"])[-1]
+            raise LabError(f"{Path(argv[0]).name} failed on {node}: {last}")
+        return out or ""
+
+    return run
+
+
+def judge(step: int, target_qps: float, m: StepMeasure, criteria: Criteria,
+          raw: str = "") -> StepResult:
+    """Apply the pass criteria to one step's measurement."""
+    errors = m.rcode_errors(criteria.error_rcodes) + m.net_errors + m.throttled
+    offered = m.sent + m.throttled
+    error_rate = (errors + m.timeouts) / offered if offered else 1.0
+    queries = m.sent + m.tcp
+    tcp_share = m.tcp / queries if queries else 0.0
+    tat = m.max_ms if criteria.tat_stat == "max" else m.p99_ms
+    reasons: list[str] = []
+    if offered == 0 or m.answered == 0:
+        reasons.append("nothing answered")
+    if error_rate > criteria.max_error_rate:
+        reasons.append(f"error rate {error_rate:.3%} > {criteria.max_error_rate:.3%}")
+    if tat > criteria.max_tat_ms:
+        reasons.append(f"{criteria.tat_stat} TAT {tat:.0f} ms > {criteria.max_tat_ms:.0f} ms")
+    if m.offered_qps < criteria.min_offered_ratio * target_qps:
+        reasons.append(f"offered {m.offered_qps:.0f} qps < {criteria.min_offered_ratio:.0%} "
+                       f"of {target_qps:.0f}")
+    return StepResult(step=step, target_qps=target_qps, measure=m, errors=errors,
+                      error_rate=error_rate, tcp_share=tcp_share, passed=not reasons,
+                      reasons=reasons, raw=raw)
+
+
+def run_step(run: Runner, gen: LoadGenerator, step: int, rate: float, duration: float,
+             criteria: Criteria, warmup: float | None = None) -> StepResult:
+    """Offer `rate` qps for `duration` s through `run` and judge the result."""
+    warm = criteria.warmup_s if warmup is None else warmup
+    if warm >= duration:
+        warm = 0.0
+    stdout = run(gen.command(rate, duration, warm))
+    return judge(step, rate, gen.parse(stdout), criteria, raw=stdout)
+
+
+def stair(run: Runner, gen: LoadGenerator, start: float, stop: float, step: float,
+          step_duration: float, criteria: Criteria | None = None,
+          stop_after_failures: int | None = None,
+          on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+    """Stair load: start, start+step, ... up to stop (inclusive), step_duration s each.
+
+    stop_after_failures: end early after that many failing steps in a row (None: run all).
+    """
+    if step <= 0 or start <= 0 or stop < start or step_duration <= 0:
+        raise LabError("bad stair parameters",
+                       hint="need 0 < start <= stop, step > 0, step_duration > 0")
+    criteria = criteria or Criteria()
+    n = int(math.floor((stop - start) / step + 1e-9)) + 1
+    results: list[StepResult] = []
+    failing = 0
+    for i in range(n):
+        res = run_step(run, gen, i + 1, start + i * step, step_duration, criteria)
+        results.append(res)
+        if on_step:
+            on_step(res)
+        failing = 0 if res.passed else failing + 1
+        if stop_after_failures and failing >= stop_after_failures:
+            break
+    return results
+
+
+def capacity(results: Sequence[StepResult]) -> float | None:
+    """Highest target rate among passing steps (None when no step passed)."""
+    passing = [r.target_qps for r in results if r.passed]
+    return max(passing) if passing else None
+
+
+def burst(run: Runner, gen: LoadGenerator, rate: float, duration: float,
+          criteria: Criteria | None = None) -> StepResult:
+    """Burst load: one rate (the stair capacity) held for duration s, same criteria."""
+    return run_step(run, gen, 1, rate, duration, criteria or Criteria())
+
+
+def function(run: Runner, gen: LoadGenerator, rate: float, duration: float,
+             changes: Callable[[], T], criteria: Criteria | None = None
+             ) -> tuple[StepResult, T]:
+    """Function test: `rate` held for `duration` s while `changes()` runs alongside it (the
+    seed: records added and deleted on the primary, primary -> secondary sync checked).
+    Returns the load step, judged as usual, and whatever `changes` returned."""
+    import threading
+
+    box: dict[str, object] = {}
+
+    def load_thread() -> None:
+        try:
+            box["step"] = run_step(run, gen, 1, rate, duration, criteria or Criteria())
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=load_thread, name="function-load", daemon=True)
+    thread.start()
+    try:
+        outcome = changes()
+    finally:
+        thread.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["step"], outcome  # type: ignore[return-value]
+
+
+def soak(run: Runner, gen: LoadGenerator, rate: float, duration: float,
+         criteria: Criteria | None = None, chunk_s: float = 600.0,
+         on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+    """Soak load: rate held for duration s, run and judged in chunks of chunk_s so a long
+    run leaves results as it goes; only the first chunk has a warm-up exclusion."""
+    criteria = criteria or Criteria()
+    results: list[StepResult] = []
+    left = duration
+    i = 0
+    while left > 1e-9:
+        length = min(chunk_s, left)
+        res = run_step(run, gen, i + 1, rate, length, criteria,
+                       warmup=None if i == 0 else 0.0)
+        results.append(res)
+        if on_step:
+            on_step(res)
+        left -= length
+        i += 1
+    return results
+
+
+@dataclass(frozen=True)
+class SoakSummary:
+    """The seed's soak table: total queries, successes, failures, max TAT."""
+
+    queries: int
+    answered: int
+    failures: int
+    success_rate: float
+    max_tat_ms: float
+    passed: bool
+
+
+def summarize(results: Sequence[StepResult]) -> SoakSummary:
+    queries = sum(r.measure.sent + r.measure.throttled for r in results)
+    answered = sum(r.measure.answered for r in results)
+    failures = sum(r.errors + r.measure.timeouts for r in results)
+    return SoakSummary(
+        queries=queries, answered=answered, failures=failures,
+        success_rate=(queries - failures) / queries if queries else 0.0,
+        max_tat_ms=max((r.measure.max_ms for r in results), default=0.0),
+        passed=bool(results) and all(r.passed for r in results),
+    )
+
+
+def write_csv(results: Sequence[StepResult], path: str | Path) -> Path:
+    """Write one row per step (columns: CSV_COLUMNS) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for r in results:
+            w.writerow(r.row())
+    return path

@@ -1,0 +1,2 @@
+"""Experiment procedures: one module per family, one function per procedure named in an
+experiment file (`procedure: xfr.cold_start`)."""

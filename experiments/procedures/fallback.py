@@ -1,0 +1,652 @@
+"""TCP-fallback procedures for F1 (seed 000): oversized 3GPP NAPTR answers, stair capacity.
+
+`tcp_fallback` (experiment `tcp-fallback`): a BIND primary feeds the 3GPP EPC zone (profile
+`before` or `after`) to the secondary under test (BIND, or Knot or NSD "to show what another
+server would have done"); the client node sends the mobile-core query mix (zones.queries) with
+`dnsload`, UDP first with EDNS 4096 and every truncated answer retried over TCP on a new
+connection, as an MME does, in the seed's stair protocol. Matrix: server x records
+(before/after) x tuning (untuned: kernel defaults; tuned: the `mobile-core` sysctl profile on
+the server node plus the server's tuned options, for BIND `tcp-clients` up, `tcp-listen-queue`
+max, socket buffers; `minimal-responses no` in both, as the seed's operator left it off).
+
+Each cell first records what the server really sends: the TAC and APN names asked over UDP
+(EDNS 4096) and over TCP from the client, next to the modelled full response of
+`zones.model` (what BIND 9.9/9.11 sent), in `responses.csv`; and the TCP share the query file
+would cause with this server (`predicted_tcp_share`: every distinct query of the file asked
+once over UDP, weighted by how often the file holds it). Then the stair runs, then (optional)
+a burst at the capacity.
+
+Files per cell (`cells/<cell-id>/`):
+- `responses.csv`: `server, records, kind (tac|apn), qname, source (udp|tcp|model), size,
+  answer, authority, additional (OPT included, as dig counts), truncated, rcode`
+- `stair.csv`: the columns of `experiments/load.py` (`step, offered_qps, answered_qps, udp,
+  tcp, truncated, timeouts, errors, p50_ms, p90_ms, p99_ms, max_ms, tcp_share, passed,
+  target_qps, error_rate, reasons`), then `truncated_per_s, throttled, net_errors,
+  udp_rcvbuf_errors, udp_in_errors, listen_overflows, listen_drops` (deltas over the step,
+  read in the server's namespace), `server_cpu_pct` (mean of the monitor over the step),
+  `t_start, t_end` (s since the cell's monitors started)
+- `burst.csv` (same columns, one row) when BURST_S > 0 and a step passed
+- `dnsload/stair-NN.jsonl` (`burst-01.jsonl`): the generator's raw output per step,
+  `dnsload/stderr.log` its stderr and exit status per run; `monitor/<server node>.csv`,
+  `monitor/client.csv`: 1 Hz node counters
+- `queries.json`: the query file's manifest (mix, modelled truncated share)
+
+`cell.json` figures (the analysis reads these names):
+- `capacity_qps`: highest passing stair step (target qps); null when no step passed
+- `capacity_step`: the step number of that step; `steps_run`: steps run
+- `tcp_share`: TCP queries / (UDP + TCP queries) **measured at the capacity step** (at the
+  first step when no step passed); `tcp_share_overall`: the same over every step of the stair
+- `truncated_per_s`: truncated UDP answers per second at the capacity step (same fallback)
+- `max_latency_ms_at_capacity`, `p99_ms_at_capacity`: worst and 99th-percentile TAT at the
+  capacity step (null when no step passed)
+- `max_ms_by_qps`, `p99_ms_by_qps`: {target qps (string): ms} for every step run, for
+  "worst latency near capacity" comparisons at equal rates
+- `answered_qps_at_capacity`, `server_cpu_pct_at_capacity`
+- `first_fail_qps`, `first_fail_reasons`: the first failing step above the capacity
+- `predicted_truncated_share`: share of the query file's UDP queries this server truncates
+  (every distinct query asked once over UDP, weighted by its count in the file);
+  `predicted_tcp_share` = s / (1 + s) of it, the TCP share the stair should measure;
+  `model_truncated_share`, `model_tcp_share`: the same with the modelled full responses
+  (from the query file's manifest)
+- response sizes (largest TAC and APN name, bytes as received): `tac_udp_size`,
+  `tac_tcp_size`, `tac_model_size`, `tac_udp_truncated`, `tac_tcp_answer`,
+  `tac_tcp_additional`, `tac_model_answer`, `tac_model_additional`, and the same with `apn_`
+- `udp_rcvbuf_errors`, `udp_in_errors`, `listen_overflows`, `listen_drops`: server-node
+  counter deltas over the whole stair
+- `burst_qps`, `burst_passed`, `burst_max_ms`, `burst_p99_ms` (burst only)
+- `zone_records`, `server_sysctls` (read back), `client_sysctls` (read back),
+  `server_version` (the server's `version.bind CH TXT` answer; null if it gives none)
+
+`cache_curve` (experiment `tcp-fallback-cache`): `experiments/cache_model.py`'s amplification
+curve over record counts around an MME cache size, one cell per lookup distribution, written
+to `cache.csv`; figures `cache_size`, `records`, `amplification`, `onset_records` (smallest
+record count whose amplification exceeds 1 + ONSET_MARGIN), `max_amplification`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+
+import zones
+from dnslab import paths, probe
+from dnslab.errors import LabError
+from dnslab.experiment import Cell, Run, allow_host_sysctls
+from dnslab.lab import Lab
+from dnslab.monitor import sample_counters
+from dnslab.netns import in_netns
+from dnslab.probe import check_lab_address
+from dnslab.render import LabData, ZoneRef
+from dnslab.sysctl import node_sysctls
+from experiments import cache_model, load
+from zones import model, queries
+
+# server choice -> the mobile lab's node; bind916 is BIND 9.16 from its image (Debian 11),
+# which still fills the additional section as the seed's BIND did
+SERVER_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd",
+                "bind916": "sec-bind916"}
+COUNTERS = ["udp_rcvbuf_errors", "udp_in_errors", "listen_overflows", "listen_drops"]
+STAIR_COLUMNS = [*load.CSV_COLUMNS, "truncated_per_s", "throttled", "net_errors", *COUNTERS,
+                 "server_cpu_pct", "t_start", "t_end"]
+RESPONSE_COLUMNS = ["server", "records", "kind", "qname", "source", "size", "answer",
+                    "authority", "additional", "truncated", "rcode"]
+
+
+# --- what the servers send ------------------------------------------------------------------
+
+@dataclass
+class Response:
+    """One answer as received: wire size, dig-style section counts, TC flag."""
+
+    size: int
+    answer: int
+    authority: int
+    additional: int  # OPT included, as dig counts it
+    truncated: bool
+    rcode: str
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise OSError("connection closed before the whole answer arrived")
+        data += chunk
+    return data
+
+
+def ask(server: str, name: str, rdtype: str = "NAPTR", tcp: bool = False,
+        payload: int = 4096, timeout: float = 2.0, port: int = 53) -> Response:
+    """One non-recursive query with EDNS `payload` from the calling thread's namespace; the
+    size is the length of the wire message as received (not re-encoded)."""
+    check_lab_address(server)
+    query = dns.message.make_query(name, rdtype, use_edns=0, payload=payload)
+    query.flags &= ~dns.flags.RD
+    wire = query.to_wire()
+    if tcp:
+        with socket.create_connection((server, port), timeout=timeout) as sock:
+            sock.sendall(struct.pack("!H", len(wire)) + wire)
+            (length,) = struct.unpack("!H", _read_exact(sock, 2))
+            data = _read_exact(sock, length)
+    else:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(timeout)
+            sock.sendto(wire, (server, port))
+            while True:
+                data = sock.recv(65535)
+                if data[:2] == wire[:2]:
+                    break
+    reply = dns.message.from_wire(data, ignore_trailing=True)
+    return Response(
+        size=len(data),
+        answer=sum(len(r) for r in reply.answer),
+        authority=sum(len(r) for r in reply.authority),
+        additional=sum(len(r) for r in reply.additional) + (1 if reply.edns >= 0 else 0),
+        truncated=bool(reply.flags & dns.flags.TC),
+        rcode=dns.rcode.to_text(reply.rcode()),
+    )
+
+
+def response_rows(lab: Lab, node: str, zone_set: zones.ZoneSet, server: str, records: str,
+                  payload: int) -> list[dict[str, Any]]:
+    """Every TAC and APN name of the zone set: real answers (UDP, TCP) and the model."""
+    zone_file = zone_set.zones[0]
+    zone = model.load_zone(zone_file.path, zone_file.fqdn)
+    extra = zone_set.manifest.get("extra", {})
+    names = [("tac", n) for n in extra.get("tac_names", [])] + \
+            [("apn", n) for n in extra.get("apn_names", [])]
+    if not names:
+        raise LabError(f"zone set {zone_set.set_id} lists no TAC or APN names",
+                       hint="regenerate it with the current zones package (3gpp generator)")
+    target = lab.address(node)
+
+    def probe_all() -> list[dict[str, Any]]:
+        rows = []
+        for kind, name in names:
+            base = {"server": server, "records": records, "kind": kind, "qname": name}
+            for source in ("udp", "tcp"):
+                r = ask(target, name, "NAPTR", tcp=source == "tcp", payload=payload)
+                rows.append({**base, "source": source, **r.__dict__})
+            m = model.measure(zone, name, "NAPTR", payload)
+            rows.append({**base, "source": "model", "size": m.size, "answer": m.answer,
+                         "authority": m.authority, "additional": m.additional,
+                         "truncated": m.truncated, "rcode": m.rcode})
+        return rows
+
+    return in_netns(lab.netns("client"), probe_all)
+
+
+def server_version(lab: Lab, node: str) -> str | None:
+    """What the server under test says it is (`version.bind CH TXT`), or None if it will not
+    say: it tells a BIND 9.16 image node from the host's BIND 9.18 in the results."""
+    target = lab.address(node)
+    check_lab_address(target)
+
+    def query() -> str | None:
+        message = dns.message.make_query("version.bind", "TXT", "CH")
+        try:
+            reply = dns.query.udp(message, target, timeout=2)
+        except (OSError, dns.exception.DNSException):
+            return None
+        texts = [b"".join(r.strings).decode(errors="replace") for rrset in reply.answer
+                 for r in rrset]
+        return texts[0] if texts else None
+
+    return in_netns(lab.netns("client"), query)
+
+
+def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sizes of the largest TAC and APN answer (by modelled size), per source."""
+    figures: dict[str, Any] = {}
+    for kind in ("tac", "apn"):
+        models = [r for r in rows if r["kind"] == kind and r["source"] == "model"]
+        if not models:
+            continue
+        name = max(models, key=lambda r: r["size"])["qname"]
+        for r in rows:
+            if r["kind"] == kind and r["qname"] == name:
+                src = r["source"]
+                figures[f"{kind}_{src}_size"] = r["size"]
+                if src == "udp":
+                    figures[f"{kind}_udp_truncated"] = r["truncated"]
+                else:
+                    figures[f"{kind}_{src}_answer"] = r["answer"]
+                    figures[f"{kind}_{src}_additional"] = r["additional"]
+        figures[f"{kind}_name"] = name
+    return figures
+
+
+def tcp_share_of(truncated: float) -> float:
+    """TCP share of all queries a server receives (UDP + TCP retries, the definition of
+    experiments/load.py) when a fraction `truncated` of the UDP queries is truncated."""
+    return truncated / (1 + truncated)
+
+
+def truncated_share(lab: Lab, node: str, query_file: Path, payload: int) -> float:
+    """Share of the file's (UDP) queries the server truncates: each distinct query asked
+    once, weighted by how often the file holds it."""
+    counts: Counter[tuple[str, str]] = Counter()
+    with open(query_file) as handle:
+        for line in handle:
+            parts = line.split()
+            if len(parts) >= 2 and not parts[0].startswith("#"):
+                counts[(parts[0], parts[1])] += 1
+    target = lab.address(node)
+
+    def probe_all() -> dict[tuple[str, str], bool]:
+        return {key: ask(target, key[0], key[1], payload=payload).truncated for key in counts}
+
+    truncated = in_netns(lab.netns("client"), probe_all)
+    total = sum(counts.values())
+    return sum(n for key, n in counts.items() if truncated[key]) / total if total else 0.0
+
+
+def write_rows(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# --- query file -----------------------------------------------------------------------------
+
+@contextmanager
+def _mix_without_missing_types(zone_set: zones.ZoneSet) -> Iterator[dict[str, float]]:
+    """The mobile-core mix, with a zero share for record types the zone does not have (the
+    `before` profile holds no AAAA records, and the mix generator refuses an empty pool); the
+    remaining shares are renormalised by the generator. Yields the mix as used."""
+    zone_file = zone_set.zones[0]
+    present = {dns.rdatatype.to_text(rds.rdtype)
+               for node in model.load_zone(zone_file.path, zone_file.fqdn).nodes.values()
+               for rds in node.rdatasets}
+    saved = dict(queries.MOBILE_MIX)
+    for rdtype in saved:
+        if rdtype not in present:
+            queries.MOBILE_MIX[rdtype] = 0.0
+    try:
+        yield dict(queries.MOBILE_MIX)
+    finally:
+        queries.MOBILE_MIX.clear()
+        queries.MOBILE_MIX.update(saved)
+
+
+# --- the stair ------------------------------------------------------------------------------
+
+def ensure_dnsload() -> Path:
+    binary = paths.BIN / "dnsload"
+    if binary.exists():
+        return binary
+    script = paths.REPO / "scripts" / "build-dnsload.sh"
+    proc = subprocess.run(["sh", str(script)], capture_output=True, text=True)
+    if proc.returncode != 0 or not binary.exists():
+        raise LabError("building dnsload failed: "
+                       + (proc.stderr.strip().splitlines() or ["no message"])[-1],
+                       hint="run scripts/build-dnsload.sh by hand (needs Go)")
+    return binary
+
+
+def _counters(lab: Lab, node: str) -> dict[str, int]:
+    return in_netns(lab.netns(node), sample_counters)
+
+
+def _mean_cpu(monitor_csv: Path, t_start: float, t_end: float) -> float | None:
+    if not monitor_csv.exists():
+        return None
+    with open(monitor_csv) as handle:
+        values = [float(r["cpu_pct"]) for r in csv.DictReader(handle)
+                  if r["cpu_pct"] and t_start < float(r["t"]) <= t_end]
+    return round(sum(values) / len(values), 1) if values else None
+
+
+class StepRecorder:
+    """Turns each judged step into a `stair.csv` row with the server's counter deltas."""
+
+    def __init__(self, cell: Cell, lab: Lab, node: str, name: str = "stair"):
+        self.cell, self.lab, self.node, self.name = cell, lab, node, name
+        assert cell.monitors is not None
+        self.t0 = cell.monitors.t0
+        self.rows: list[dict[str, Any]] = []
+        self.raw_dir = cell.path / "dnsload"
+        self.raw_dir.mkdir(exist_ok=True)
+        self.mark()
+
+    def mark(self) -> None:
+        self.before = _counters(self.lab, self.node)
+        self.started = time.monotonic() - self.t0
+
+    def __call__(self, result: load.StepResult) -> None:
+        after = _counters(self.lab, self.node)
+        ended = time.monotonic() - self.t0
+        m = result.measure
+        row = result.row()
+        row.update({k: after[k] - self.before[k] for k in COUNTERS})
+        row.update({
+            "truncated_per_s": round(m.truncated / m.seconds, 1) if m.seconds else None,
+            "throttled": m.throttled, "net_errors": m.net_errors,
+            "server_cpu_pct": _mean_cpu(self.cell.path / "monitor" / f"{self.node}.csv",
+                                        self.started, ended),
+            "t_start": round(self.started, 3), "t_end": round(ended, 3),
+        })
+        self.rows.append(row)
+        (self.raw_dir / f"{self.name}-{result.step:02d}.jsonl").write_text(result.raw)
+        write_rows(self.cell.path / f"{self.name}.csv", STAIR_COLUMNS, self.rows)
+        verdict = "pass" if result.passed else "FAIL " + "; ".join(result.reasons)
+        print(f"  {self.cell.cell_id} {self.name} step {result.step}: "
+              f"{result.target_qps:.0f} qps offered {m.offered_qps:.0f} answered "
+              f"{m.answered_qps:.0f} tcp {result.tcp_share:.1%} p99 {m.p99_ms:.1f} ms "
+              f"max {m.max_ms:.0f} ms: {verdict}", file=sys.stderr)
+        self.mark()
+
+
+def stair_figures(results: list[load.StepResult], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of a stair: capacity, and the measurements at the capacity step."""
+    cap = load.capacity(results)
+    at = next((i for i, r in enumerate(results) if r.passed and r.target_qps == cap), None)
+    ref = at if at is not None else 0
+    queries_all = sum(r.measure.sent + r.measure.tcp for r in results)
+    figures: dict[str, Any] = {
+        "capacity_qps": cap,
+        "capacity_step": results[at].step if at is not None else None,
+        "steps_run": len(results),
+        "tcp_share": round(results[ref].tcp_share, 4) if results else None,
+        "tcp_share_overall": round(sum(r.measure.tcp for r in results) / queries_all, 4)
+        if queries_all else None,
+        "truncated_per_s": rows[ref]["truncated_per_s"] if rows else None,
+        "max_latency_ms_at_capacity": results[at].measure.max_ms if at is not None else None,
+        "p99_ms_at_capacity": results[at].measure.p99_ms if at is not None else None,
+        "answered_qps_at_capacity": round(results[at].measure.answered_qps, 1)
+        if at is not None else None,
+        "server_cpu_pct_at_capacity": rows[at]["server_cpu_pct"] if at is not None else None,
+        "max_ms_by_qps": {f"{r.target_qps:g}": r.measure.max_ms for r in results},
+        "p99_ms_by_qps": {f"{r.target_qps:g}": r.measure.p99_ms for r in results},
+    }
+    above = [r for r in results if not r.passed and (cap is None or r.target_qps > cap)]
+    figures["first_fail_qps"] = above[0].target_qps if above else None
+    figures["first_fail_reasons"] = "; ".join(above[0].reasons) if above else None
+    for key in COUNTERS:
+        figures[key] = sum(int(row[key]) for row in rows)
+    return figures
+
+
+# --- one cell -------------------------------------------------------------------------------
+
+def server_options(params: dict[str, Any], server: str, tuned: bool) -> dict[str, Any]:
+    """The server's node options: its base options, the UDP payload it may send, and, when
+    tuned, its tuned options."""
+    opts: dict[str, Any] = dict(params.get(f"{server}_options") or {})
+    payload = int(params["udp_payload"])
+    if payload:
+        if server in ("bind", "bind916"):
+            opts.setdefault("max-udp-size", payload)
+            opts.setdefault("edns-udp-size", payload)
+        elif server == "knot":
+            opts.setdefault("server", {})
+            opts["server"] = {"udp-max-payload": payload, **opts["server"]}
+        elif server == "nsd":
+            opts.setdefault("server", {})
+            opts["server"] = {"ipv4-edns-size": payload, **opts["server"]}
+    if tuned:
+        for key, value in (params.get(f"{server}_tuned") or {}).items():
+            if key == "server" and isinstance(value, dict):
+                opts["server"] = {**opts.get("server", {}), **value}
+            else:
+                opts[key] = value
+    return opts
+
+
+def _runner(lab: Lab, log: Path, attempts: int = 2) -> load.Runner:
+    """Run dnsload in the client node; its stderr goes to `log`. A generator that dies
+    (seen once on a shared, loaded host: killed without a message) is run again once, and
+    the failure is kept in the log; a second failure ends the cell with its exit status."""
+
+    def run(argv: list[str]) -> str:
+        status = 0
+        for attempt in range(attempts):
+            proc = lab.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+            out, err = proc.communicate()
+            status = proc.returncode
+            with open(log, "a") as handle:
+                handle.write(f"# {' '.join(argv)}\n# exit {status} (attempt {attempt + 1})\n"
+                             + (err or ""))
+            if status == 0:
+                return out or ""
+        last = ((err or "").strip().splitlines() or [f"exit status {status}"])[-1]
+        raise LabError(f"dnsload failed in the client node: {last}",
+                       hint=f"see {log}; run the command there by hand")
+
+    return run
+
+
+def criteria(params: dict[str, Any]) -> load.Criteria:
+    return load.Criteria(max_error_rate=float(params["max_error_rate"]),
+                         max_tat_ms=float(params["max_tat_ms"]), tat_stat=params["tat_stat"],
+                         warmup_s=float(params["warmup_s"]))
+
+
+def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.ZoneSet,
+             qfile: queries.QueryFile, mix: dict[str, float]) -> None:
+    params = run.params
+    node = SERVER_NODES[server]
+    tuned = tuning == "tuned"
+    profile_name = params["tuned_profile"] if tuned else params["untuned_profile"]
+    server_sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
+    client_sysctls = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
+    opts = server_options(params, server, tuned)
+    zone = zone_set.zones[0]
+    function_on = float(params.get("function_s", 0)) > 0
+    cell_id = f"server={server},records={records},tuning={tuning}"
+    data = LabData(
+        zones=[ZoneRef(zone.fqdn, zone.path)], health_zone=zone.fqdn,
+        node_options={"primary": {"notify": "explicit" if function_on else "no"}, node: opts},
+        sysctls={node: server_sysctls, "client": client_sysctls},
+        extra_binds=[paths.BIN],
+    )
+    cell_params = {"server": server, "records": records, "tuning": tuning,
+                   "profile": profile_name, "server_options": opts,
+                   "sysctls": server_sysctls, "client_sysctls": client_sysctls,
+                   "query_file": str(qfile.path), "mix": mix}
+    hold = [n for n in SERVER_NODES.values() if n != node]
+    with run.cell(cell_id, cell_params) as cell:
+        function_zone = cell.path / "zone" / zone.path.name
+        if function_on:
+            # the function test edits the zone: the primary serves a copy kept with the cell
+            function_zone.parent.mkdir()
+            shutil.copy(zone.path, function_zone)
+            data.zones = [ZoneRef(zone.fqdn, function_zone)]
+        lab = cell.up(data, hold=hold)
+        payload = int(params["client_bufsize"])
+        cell.figures["zone_records"] = zone_set.manifest["totals"]["records"]
+        cell.figures["server_sysctls"] = lab.state.nodes[node].sysctls
+        cell.figures["client_sysctls"] = lab.state.nodes["client"].sysctls
+        cell.figures["server_version"] = server_version(lab, node)
+
+        rows = response_rows(lab, node, zone_set, server, records, payload)
+        write_rows(cell.path / "responses.csv", RESPONSE_COLUMNS, rows)
+        cell.figures.update(response_figures(rows))
+        (cell.path / "queries.json").write_text(json.dumps(qfile.manifest, indent=1))
+        modelled = float(qfile.manifest["measured"]["truncated_share"])
+        real = truncated_share(lab, node, qfile.path, payload)
+        cell.figures.update({
+            "model_truncated_share": round(modelled, 4),
+            "model_tcp_share": round(tcp_share_of(modelled), 4),
+            "predicted_truncated_share": round(real, 4),
+            "predicted_tcp_share": round(tcp_share_of(real), 4),
+        })
+
+        cell.monitor([node, "client"])
+        (cell.path / "dnsload").mkdir(exist_ok=True)
+        gen = load.DnsloadGenerator(server=f"{lab.address(node)}:53",
+                                    query_file=str(qfile.path), binary=str(ensure_dnsload()),
+                                    timeout_s=float(params["timeout_s"]), bufsize=payload,
+                                    max_outstanding=int(params["max_outstanding"]))
+        runner = _runner(lab, cell.path / "dnsload" / "stderr.log")
+        recorder = StepRecorder(cell, lab, node)
+        results = load.stair(runner, gen, float(params["stair_start"]),
+                             float(params["stair_stop"]), float(params["stair_step"]),
+                             float(params["step_s"]), criteria(params),
+                             stop_after_failures=int(params["stop_after_failures"]) or None,
+                             on_step=recorder)
+        cell.figures.update(stair_figures(results, recorder.rows))
+        cap = cell.figures["capacity_qps"]
+        if float(params["burst_s"]) > 0 and cap:
+            bursts = StepRecorder(cell, lab, node, name="burst")
+            res = load.burst(runner, gen, cap, float(params["burst_s"]), criteria(params))
+            bursts(res)
+            cell.figures.update({"burst_qps": cap, "burst_passed": res.passed,
+                                 "burst_max_ms": res.measure.max_ms,
+                                 "burst_p99_ms": res.measure.p99_ms})
+        if float(params.get("function_s", 0)) > 0 and cap:
+            step, changes = load.function(
+                runner, gen, cap, float(params["function_s"]),
+                lambda: sync_changes(lab, node, function_zone, zone.fqdn,
+                                     int(params["function_changes"]),
+                                     float(params["function_timeout_s"])),
+                criteria(params))
+            StepRecorder(cell, lab, node, name="function")(step)
+            write_rows(cell.path / "function.csv", FUNCTION_COLUMNS, changes)
+            synced = [c["sync_s"] for c in changes if c["ok"]]
+            cell.figures.update({
+                "function_qps": cap, "function_passed": step.passed,
+                "function_max_ms": step.measure.max_ms, "function_changes": len(changes),
+                "function_synced": len(synced),
+                "function_sync_max_s": max(synced) if synced else None})
+        if not lab.alive(node):
+            raise LabError(f"{node} exited during the load", hint=f"its log: {lab.log(node)}")
+
+
+FUNCTION_COLUMNS = ["change", "action", "name", "serial", "sync_s", "ok"]
+SOA_SERIAL = re.compile(r"^(@\s+(?:\d+\s+)?(?:IN\s+)?SOA\s+\S+\s+\S+\s+)(\d+)", re.MULTILINE)
+
+
+def _bump_serial(text: str) -> tuple[str, int]:
+    match = SOA_SERIAL.search(text)
+    if match is None:
+        raise LabError("cannot find the zone's SOA serial to bump",
+                       hint="the function test expects '@ SOA mname rname serial ...'")
+    serial = int(match.group(2)) + 1
+    return text[:match.start(2)] + str(serial) + text[match.end(2):], serial
+
+
+def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int,
+                 timeout_s: float) -> list[dict[str, Any]]:
+    """The seed's function test: add, then delete, a record on the primary (new serial,
+    `rndc reload`, NOTIFY to the secondaries) and wait for the evidence on the server under
+    test: its SOA serial, then the record present (add) or gone (delete)."""
+    rows: list[dict[str, Any]] = []
+    rndc = ["rndc", "-c", str(lab.node_dir("primary") / "rndc.conf")]
+    for k in range(changes):
+        name = f"dnslab-function-{k}.{origin}"
+        for action in ("add", "delete"):
+            text = zone_file.read_text()
+            if action == "add":
+                text = text.rstrip("\n") + f'\n{name} 300 IN TXT "dnslab function test {k}"\n'
+            else:
+                text = "".join(line for line in text.splitlines(keepends=True)
+                               if not line.startswith(name + " "))
+            text, serial = _bump_serial(text)
+            zone_file.write_text(text)
+            start = time.monotonic()
+            lab.run("primary", [*rndc, "reload", origin.rstrip(".")], timeout=30)
+            synced = None
+            while time.monotonic() - start < timeout_s:
+                soa = probe.try_query_in(lab.netns("client"), lab.address(node), origin, "SOA")
+                if soa is not None and soa.serial == serial:
+                    answer = probe.try_query_in(lab.netns("client"), lab.address(node), name,
+                                                "TXT")
+                    if answer is not None and (answer.answers == 1 if action == "add"
+                                               else answer.rcode == "NXDOMAIN"):
+                        synced = time.monotonic() - start
+                        break
+                time.sleep(0.1)
+            rows.append({"change": k, "action": action, "name": name, "serial": serial,
+                         "sync_s": round(synced, 3) if synced is not None else None,
+                         "ok": synced is not None})
+    return rows
+
+
+def _check_choice(name: str, values: list[str], allowed: tuple[str, ...] | list[str]) -> None:
+    bad = [v for v in values if v not in allowed]
+    if bad or not values:
+        raise LabError(f"{name.upper()}={','.join(values)}: {bad[0] if bad else 'empty'!r} "
+                       "is not a choice", hint=f"{name.upper()} from: {', '.join(allowed)}")
+
+
+def tcp_fallback(run: Run) -> None:
+    """tcp-fallback: one stair cell per server x records profile x tuning."""
+    params = run.params
+    _check_choice("servers", params["servers"], tuple(SERVER_NODES))
+    _check_choice("records", params["records"], zones.epc.PROFILES)
+    _check_choice("tunings", params["tunings"], ("untuned", "tuned"))
+    run.prepare_nodes([SERVER_NODES[s] for s in params["servers"]])
+    ensure_dnsload()
+    for records in params["records"]:
+        zone_set = zones.ensure("3gpp", {"profile": records, **(params.get("zone_params") or {})},
+                                seed=params["seed"])
+        with _mix_without_missing_types(zone_set) as mix:
+            qfile = queries.mobile_core(zone_set, count=int(params["queries"]),
+                                        truncating=float(params["truncating"]),
+                                        seed=params["seed"], payload=int(params["client_bufsize"]))
+        for server in params["servers"]:
+            for tuning in params["tunings"]:
+                run_cell(run, server, records, tuning, zone_set, qfile, mix)
+
+
+# --- MME cache model ------------------------------------------------------------------------
+
+CACHE_COLUMNS = ["dist", "records", "cache_size", "state", "lookups", "upstream",
+                 "baseline_upstream", "upstream_qps", "baseline_qps", "amplification",
+                 "hit_ratio"]
+
+
+def curve_figures(results: list[cache_model.CacheResult], margin: float) -> dict[str, Any]:
+    onset = next((r.records for r in results if r.amplification > 1 + margin), None)
+    return {
+        "cache_size": results[0].cache_size if results else None,
+        "records": [r.records for r in results],
+        "amplification": [round(r.amplification, 4) for r in results],
+        "states": [r.state for r in results],
+        "onset_records": onset,
+        "max_amplification": round(max(r.amplification for r in results), 4)
+        if results else None,
+    }
+
+
+def cache_curve(run: Run) -> None:
+    """tcp-fallback-cache: amplification vs records around the cache size, per distribution."""
+    params = run.params
+    counts = sorted(int(c) for c in params["record_counts"])
+    cache = int(params["cache_size"])
+    for dist in params["dists"]:
+        _check_choice("dists", [dist], ("uniform", "zipf"))
+        cell_params = {"dist": dist, "cache_size": cache, "record_counts": counts}
+        with run.cell(f"dist={dist}", cell_params) as cell:
+            results = cache_model.amplification_curve(
+                counts, cache, lookup_rate=float(params["lookup_rate"]),
+                duration=float(params["duration_s"]), ttl=float(params["ttl_s"]),
+                dist=dist, zipf_s=float(params["zipf_s"]), seed=int(params["seed"]))
+            write_rows(cell.path / "cache.csv", CACHE_COLUMNS,
+                       [{"dist": dist, **r.__dict__} for r in results])
+            cell.figures.update(curve_figures(results, float(params["onset_margin"])))
+

@@ -1,0 +1,276 @@
+"""F4 (seed 003): a caching Unbound in front of an emulated internet, cold vs warm cache.
+
+Lab `resolver`: `root` (NSD, the lab root zone), `tld` (NSD, the TLD zones), `sld` (NSD,
+every second-level zone), `resolver` (Unbound configured as in the seed, scaled to this
+host's cores) and `client` (dnsperf, resperf). The zones come from the `internet` generator
+with the delegations pointing at exactly these nodes; Unbound's root hints name only `root`.
+NSD's response rate limiting is off on all three (a resolver is one source address).
+
+Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
+- `cache=cold,outstanding=<q>`: flush the cache (`unbound-control flush_zone .`,
+  `flush_infra all`, `flush_requestlist` over the unix control socket), then one dnsperf pass
+  over the `names`-name list (`-n 1 -q <q>`, as in the seed);
+- `cache=warm,outstanding=<q>`: flush, one pass to fill the cache (its figures are kept as
+  `warmup_*`), then the measured pass.
+Then, when `resperf` is on, `ramp=resperf,cache=cold` and `ramp=resperf,cache=warm`:
+resperf's ramp (`-m resperf_max_qps -r resperf_ramp_s`) against a flushed resolver and
+against one warmed by a pass over the whole list. The cold ramp reads the list once (no
+`-R`), so every query is for a name not yet asked and its ceiling is capped to what the list
+can feed (`resperf_max_qps_used`).
+
+Files per cell: `dnsperf.txt` (raw; warm cells also `dnsperf-warmup.txt`), `flush.txt`
+(unbound-control output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
+resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
+`resperf.csv` (columns `time_s`, `target_qps`, `actual_qps`, `responses_per_s`,
+`failures_per_s`, `avg_latency_s`, `connections_per_s`, `conn_latency_s`).
+`cell.json` figures (dnsperf cells): `qps`, `sent`, `completed`, `lost`, `run_time_s`,
+`avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
+`generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
+`warmup_run_time_s`. resperf cells: `max_throughput_qps`, `lost_at_max`,
+`peak_responses_per_s`, `latency_at_peak_s`, `resperf_max_qps_used`, `plot_rows`.
+Every cell: `leak_datagrams` (UDP datagrams the resolver sent that no lab node received:
+0 when nothing left the lab), `outside_lab_packets` (an iptables OUTPUT counter in the
+resolver's namespace on every destination outside 198.18.0.0/24 and loopback), `routes`
+(the resolver namespace's routing table: only the lab LAN).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import zones
+from dnslab.errors import LabError
+from dnslab.experiment import Cell, Run
+from dnslab.lab import Lab
+from dnslab.netns import read_proc_in_netns
+from dnslab.render import LabData, ZoneRef
+from dnslab.topology import LAN
+from experiments.procedures import perf
+
+AUTH_NODES = ("root", "tld", "sld")
+NO_RRL = {"rrl-ratelimit": 0}
+# /proc/net follows the process's main thread; thread-self follows the probing thread
+SNMP = "/proc/thread-self/net/snmp"
+
+
+def unbound_options(cores: int, server_extra: dict[str, Any]) -> dict[str, Any]:
+    """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.
+
+    Left out on purpose: `ipsecmod`/`validator` modules and trust anchors (the lab zones are
+    unsigned), `log-queries` (one log line per query would measure the logger),
+    `ip-transparent`, and the seed's `access-control` (the template allows the lab LAN).
+    """
+    return {"server": {
+        "num-threads": cores,
+        "so-reuseport": "yes",
+        "msg-cache-slabs": 4096, "rrset-cache-slabs": 4096,
+        "infra-cache-slabs": 4096, "key-cache-slabs": 4096,
+        "rrset-cache-size": "100m", "msg-cache-size": "50m",
+        # the seed's rule: 1024 / cores - 50
+        "outgoing-range": max(64, 1024 // cores - 50),
+        "so-rcvbuf": "4m",
+        "incoming-num-tcp": 1000, "outgoing-num-tcp": 1000,
+        "statistics-interval": 0, "statistics-cumulative": "no",
+        "extended-statistics": "yes",
+        "harden-glue": "yes", "harden-below-nxdomain": "yes",
+        "harden-referral-path": "yes",
+        "unwanted-reply-threshold": 10000000,
+        "prefetch": "yes", "rrset-roundrobin": "yes", "minimal-responses": "yes",
+        **server_extra,
+    }}
+
+
+def internet(params: dict[str, Any]) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
+    """The emulated internet for this lab's addresses, and which node serves which zones."""
+    from dnslab import topology
+
+    topo = topology.load("resolver")
+    addr = {n: str(topo.node(n).address) for n in AUTH_NODES}
+    zone_set = zones.ensure("internet", {
+        "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
+        "sld_servers": [addr["sld"]], "tlds": params["tlds"], "slds": params["slds"],
+        "names": max(params["names"], params["resperf_names"])}, seed=params["seed"])
+    per_node: dict[str, list[ZoneRef]] = {n: [] for n in AUTH_NODES}
+    for zone in zone_set.zones:
+        node = {"root": "root", "tld": "tld", "sld": "sld"}[zone.role or "sld"]
+        per_node[node].append(ZoneRef(zone.fqdn, zone.path, on_secondaries=False))
+    return zone_set, per_node
+
+
+def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
+    """(the dnsperf list: the `names` most popular names; the resperf list: all of them)."""
+    popular = zone_set.file("popular_names")
+    lines = popular.read_text().splitlines(keepends=True)
+    if len(lines) < run.params["names"]:
+        raise LabError(f"the name list has {len(lines)} names, fewer than NAMES",
+                       hint="raise SLDS (5 names per second-level zone at most)")
+    out = run.path / "queries"
+    out.mkdir(exist_ok=True)
+    dnsperf_list = out / f"popular-{run.params['names']}.txt"
+    dnsperf_list.write_text("".join(lines[: run.params["names"]]))
+    return dnsperf_list, popular
+
+
+def flush(lab: Lab, cell: Cell) -> None:
+    """Empty Unbound's caches over its unix control socket (no network involved)."""
+    conf = str(lab.node_dir("resolver") / "unbound.conf")
+    out = []
+    for args in (["flush_zone", "."], ["flush_infra", "all"], ["flush_requestlist"]):
+        proc = lab.run("resolver", ["unbound-control", "-c", conf, *args], timeout=30)
+        out.append(f"$ unbound-control {' '.join(args)}\n{proc.stdout}{proc.stderr}")
+    (cell.path / "flush.txt").write_text("".join(out))
+
+
+# --- no-leak evidence --------------------------------------------------------------------
+
+def _udp_counters(lab: Lab, node: str) -> dict[str, int]:
+    text = read_proc_in_netns(lab.netns(node), [SNMP])[SNMP] or ""
+    lines = [ln for ln in text.splitlines() if ln.startswith("Udp:")]
+    if len(lines) < 2:
+        return {}
+    keys, values = lines[0].split()[1:], lines[1].split()[1:]
+    return {k: int(v) for k, v in zip(keys, values, strict=False)}
+
+
+def _received(counters: dict[str, int]) -> int:
+    # a datagram dropped on a full socket buffer or sent to a closed port still arrived
+    return counters.get("InDatagrams", 0) + counters.get("InErrors", 0) + counters.get(
+        "NoPorts", 0)
+
+
+class LeakCheck:
+    """Three pieces of evidence that the resolver sends nothing outside the lab: its routing
+    table, an iptables counter on non-lab destinations in its namespace, and UDP accounting
+    (datagrams it sent minus datagrams the client and the lab's servers received)."""
+
+    def __init__(self, lab: Lab):
+        self.lab = lab
+        lab.run("resolver", ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!", "-d",
+                             str(LAN), "-m", "comment", "--comment", "dnslab-leak"])
+        self.before = self._quiet()
+
+    def _quiet(self, timeout: float = 10.0) -> dict[str, dict[str, int]]:
+        """Counters of every node, read when nothing moved for 0.3 s: a datagram in flight
+        while they are read would be counted on one side only."""
+        nodes = ("resolver", "client", *AUTH_NODES)
+        last = {n: _udp_counters(self.lab, n) for n in nodes}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = {n: _udp_counters(self.lab, n) for n in nodes}
+            if now == last:
+                return now
+            last = now
+        raise LabError("the lab did not go quiet to read its UDP counters",
+                       hint="is something else sending inside the lab?")
+
+    def finish(self, cell: Cell) -> dict[str, Any]:
+        lab = self.lab
+        after = self._quiet()
+        sent = after["resolver"]["OutDatagrams"] - self.before["resolver"]["OutDatagrams"]
+        received = sum(_received(after[n]) - _received(self.before[n])
+                       for n in ("client", *AUTH_NODES))
+        rules = lab.run("resolver", ["iptables", "-w", "-nvxL", "OUTPUT"]).stdout
+        match = re.search(r"^\s*(\d+)\s+\d+\s+.*dnslab-leak", rules, re.M)
+        routes = lab.run("resolver", ["ip", "-4", "route", "show"]).stdout.strip().splitlines()
+        evidence = {"resolver_out_datagrams": sent, "lab_received_datagrams": received,
+                    "leak_datagrams": sent - received,
+                    "outside_lab_packets": int(match.group(1)) if match else None,
+                    "routes": routes, "iptables": rules}
+        (cell.path / "leak.json").write_text(json.dumps(evidence, indent=1))
+        return {k: evidence[k] for k in ("leak_datagrams", "outside_lab_packets", "routes",
+                                         "resolver_out_datagrams")}
+
+
+# --- the experiment --------------------------------------------------------------------------
+
+def _lab_data(params: dict[str, Any], per_node: dict[str, list[ZoneRef]], cores: int,
+              zone_dir: Path) -> LabData:
+    return LabData(
+        zones=[], health_zone=per_node["tld"][0].name, node_zones=per_node,
+        node_options={"resolver": unbound_options(cores, params.get("unbound_options", {})),
+                      **{n: {"server": NO_RRL} for n in AUTH_NODES}},
+        sysctls={}, extra_binds=[zone_dir])
+
+
+def _cpu(cell: Cell) -> float | None:
+    import csv
+
+    path = cell.path / "monitor" / "resolver.csv"
+    if not path.exists():
+        return None
+    with open(path) as handle:
+        busy = [float(r["cpu_pct"]) for r in csv.DictReader(handle)
+                if r["cpu_pct"] and float(r["cpu_pct"]) > 1]
+    return round(sum(busy) / len(busy), 1) if busy else None
+
+
+def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
+          params: dict[str, Any]) -> dict[str, Any]:
+    result = perf.dnsperf(lab, "client", lab.address("resolver"), qfile, cell.path / name,
+                          runs=1, outstanding=q, timeout_s=params["timeout_s"])
+    if not lab.alive("resolver"):
+        raise LabError("unbound exited under load", hint=f"its log: {lab.log('resolver')}")
+    row = result.row()
+    keep = ("qps", "sent", "completed", "lost", "run_time_s", "avg_latency_ms",
+            "max_latency_ms", "rcode_NOERROR", "rcode_SERVFAIL", "rcode_NXDOMAIN",
+            "generator_cpu_pct")
+    return {k: row[k] for k in keep}
+
+
+def cache(run: Run) -> None:
+    """resolver-cache: cold and warm dnsperf passes at each -q, then resperf's ramps."""
+    params = run.params
+    cores = int(params.get("cores") or os.cpu_count() or 1)
+    zone_set, per_node = internet(params)
+    dnsperf_list, resperf_list = name_lists(run, zone_set)
+    data = _lab_data(params, per_node, cores, zone_set.path)
+    base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id}
+    for q in params["outstanding"]:
+        for state in ("cold", "warm"):
+            with run.cell(f"cache={state},outstanding={q}",
+                          {"cache": state, "outstanding": q, "tool": "dnsperf", **base}) as cell:
+                lab = cell.up(data)
+                leak = LeakCheck(lab)
+                flush(lab, cell)
+                cell.monitor(["resolver"])
+                if state == "warm":
+                    warm = _pass(lab, cell, dnsperf_list, q, "dnsperf-warmup.txt", params)
+                    cell.figures.update({"warmup_qps": warm["qps"],
+                                         "warmup_run_time_s": warm["run_time_s"]})
+                cell.figures.update(_pass(lab, cell, dnsperf_list, q, "dnsperf.txt", params))
+                assert cell.monitors is not None
+                cell.monitors.stop()
+                cell.figures.update({"resolver_cpu_pct": _cpu(cell), "names": params["names"],
+                                     **leak.finish(cell)})
+    if not params["resperf"]:
+        return
+    for state in ("cold", "warm"):
+        with run.cell(f"ramp=resperf,cache={state}",
+                      {"cache": state, "tool": "resperf", **base}) as cell:
+            lab = cell.up(data)
+            leak = LeakCheck(lab)
+            flush(lab, cell)
+            cell.monitor(["resolver"])
+            max_qps = int(params["resperf_max_qps"])
+            if state == "warm":
+                warm = _pass(lab, cell, resperf_list, max(params["outstanding"]),
+                             "dnsperf-warmup.txt", params)
+                cell.figures["warmup_qps"] = warm["qps"]
+            else:
+                # the ramp sends max_qps * ramp / 2 queries: stay within the list, read once
+                lines = sum(1 for _ in open(resperf_list))
+                max_qps = min(max_qps, int(1.9 * lines / params["resperf_ramp_s"]))
+            summary = perf.resperf(lab, "client", lab.address("resolver"), resperf_list,
+                                   cell.path, max_qps=max_qps, ramp_s=params["resperf_ramp_s"],
+                                   clients=params["resperf_clients"],
+                                   timeout_s=params["timeout_s"], reopen=state == "warm")
+            assert cell.monitors is not None
+            cell.monitors.stop()
+            cell.figures.update({**summary, "resperf_max_qps_used": max_qps,
+                                 "resolver_cpu_pct": _cpu(cell), **leak.finish(cell)})

@@ -1,0 +1,201 @@
+"""F5 (seed 004): authoritative DNS over TCP under each sysctl profile, repeated trials.
+
+Lab `tcpauth`: `auth-knot`, `auth-bind`, `auth-nsd` (the same zone `tcp.test.`, `names` A
+records; only the server chosen by SERVER runs) and `client` (dnsperf `-m tcp`, `-c clients`
+connections, each closed and reopened after `queries_per_conn` queries so connection setup
+and the listen queue are part of the load).
+
+Cells, in order:
+- `phase=capacity`: default profile; `capacity_trials` unthrottled dnsperf runs of
+  `capacity_s`; figures `capacity_qps` (median), `capacity_trials` (each). Every later rate
+  is a share of this.
+- `profile=<name>` for each profile in `profiles` (the profile's sysctls on the server node;
+  keys that are host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else
+  listed in `params.sysctls_skipped_host_wide`): `trials` rounds, each round one trial per
+  load in `loads` (percent of capacity, order alternating between rounds so drift does not
+  favour one load), each trial `dnsperf -Q <load% of capacity> -l trial_s`.
+
+Files per profile cell: `trials.csv`, one row per trial: `trial`, `load_pct`, `target_qps`,
+dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`, `avg_latency_ms`,
+`max_latency_ms`, `stdev_latency_ms`, `reconnections`, `generator_cpu_pct`, and the server
+namespace's counter increases over the trial `listen_overflows`, `listen_drops`,
+`retrans_segs`, `passive_opens`; `dnsperf-l<load>-<trial>.txt` (raw); `monitor/<node>.csv`.
+`cell.json` figures, per load L in `loads`: `qps_l<L>` and `avg_latency_ms_l<L>` (medians),
+`qps_trials_l<L>`, `avg_latency_ms_trials_l<L>`, `failures_per_s_l<L>`,
+`listen_overflows_l<L>` (sum over trials), `target_qps_l<L>`; plus `capacity_qps`, `trials`.
+
+After the last cell the run gets `stats.json` (analysis.stats.compare per load and measure,
+control = the first profile, normally `default`): `{"l<L>": {"qps": {...}, "avg_latency_ms":
+{...}}}` with Kruskal-Wallis, Dunn (Holm) and Tukey p-values, effect sizes and the per-profile
+spread; `read_trials(run_dir)` in analysis.stats reloads the trials as one frame.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dnslab.errors import LabError
+from dnslab.experiment import Cell, Run
+from dnslab.lab import Lab
+from dnslab.netns import read_proc_in_netns
+from dnslab.render import LabData, ZoneRef
+from experiments.procedures import perf
+
+SERVER_NODES = {"knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
+ZONE = "tcp.test."
+NETSTAT = "/proc/thread-self/net/netstat"
+SNMP = "/proc/thread-self/net/snmp"
+
+
+def write_zone(run: Run, names: int) -> tuple[ZoneRef, Path]:
+    """`tcp.test.` with `names` hosts, and the dnsperf query file over them."""
+    out = run.path / "zone"
+    out.mkdir(parents=True, exist_ok=True)
+    zone = out / "tcp.test.zone"
+    lines = ["$ORIGIN tcp.test.\n$TTL 3600\n",
+             "@ SOA ns1 hostmaster 1 3600 600 86400 60\n@ NS ns1\nns1 A 198.18.0.11\n"]
+    lines += [f"h{i} A 192.0.2.{i % 250 + 1}\n" for i in range(names)]
+    zone.write_text("".join(lines))
+    qfile = out / "queries.txt"
+    qfile.write_text("".join(f"h{i}.tcp.test. A\n" for i in range(names)))
+    return ZoneRef(ZONE, zone), qfile
+
+
+def server_options(server: str, params: dict[str, Any]) -> dict[str, Any]:
+    if server == "nsd":  # no response rate limiting; room for every client's connection
+        return {"server": {"rrl-ratelimit": 0}, "tcp-count": max(100, 4 * params["clients"])}
+    if server == "bind":
+        return {"tcp-clients": max(150, 4 * params["clients"])}
+    return {}
+
+
+def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
+    texts = read_proc_in_netns(lab.netns(node), [NETSTAT, SNMP])
+    found: dict[str, int] = {}
+    for text in texts.values():
+        lines = (text or "").splitlines()
+        for header, values in zip(lines[::2], lines[1::2], strict=False):
+            name = header.split(":")[0]
+            if name in ("TcpExt", "Tcp"):
+                found.update({f"{name}.{k}": int(v) for k, v in
+                              zip(header.split()[1:], values.split()[1:], strict=False)})
+    return found
+
+
+COUNTERS = {"listen_overflows": "TcpExt.ListenOverflows", "listen_drops": "TcpExt.ListenDrops",
+            "retrans_segs": "Tcp.RetransSegs", "passive_opens": "Tcp.PassiveOpens"}
+
+
+def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: float | None,
+           name: str) -> dict[str, Any]:
+    lab = cell.lab
+    assert lab is not None
+    before = _tcp_counters(lab, node)
+    extra = []
+    if params["queries_per_conn"]:
+        extra = ["-O", f"num-queries-per-conn={params['queries_per_conn']}"]
+    result = perf.dnsperf(lab, "client", lab.address(node), qfile, cell.path / name,
+                          duration_s=params["trial_s"] if rate else params["capacity_s"],
+                          clients=params["clients"], threads=params["threads"],
+                          outstanding=params["outstanding"], max_qps=rate, tcp=True,
+                          timeout_s=params["timeout_s"], extra=extra)
+    after = _tcp_counters(lab, node)
+    if not lab.alive(node):
+        raise LabError(f"{node} exited under load", hint=f"its log: {lab.log(node)}")
+    row = result.row()
+    row.update({k: after.get(v, 0) - before.get(v, 0) for k, v in COUNTERS.items()})
+    return row
+
+
+def _data(server: str, zone: ZoneRef, params: dict[str, Any],
+          sysctls: dict[str, str]) -> LabData:
+    node = SERVER_NODES[server]
+    return LabData(zones=[zone], health_zone=ZONE,
+                   node_options={node: server_options(server, params)},
+                   sysctls={node: sysctls} if sysctls else {})
+
+
+def trials(run: Run) -> None:
+    """tcp-sysctl: measure capacity, then N interleaved trials per load for each profile."""
+    params = run.params
+    server = params["server"]
+    if server not in SERVER_NODES:
+        raise LabError(f"SERVER={server!r} is not an authoritative server of this lab",
+                       hint="SERVER=knot, bind or nsd")
+    node = SERVER_NODES[server]
+    others = [n for n in SERVER_NODES.values() if n != node]
+    zone, qfile = write_zone(run, params["names"])
+    with run.cell("phase=capacity", {"phase": "capacity", "server": server,
+                                     "profile": "default"}) as cell:
+        cell.up(_data(server, zone, params, {}), hold=others)
+        cell.monitor([node])
+        rows = [_trial(cell, node, qfile, params, None, f"dnsperf-capacity-{i}.txt")
+                for i in range(1, params["capacity_trials"] + 1)]
+        perf.write_rows(cell.path / "trials.csv", rows)
+        capacity = perf.median([r["qps"] for r in rows]) or 0.0
+        cell.figures.update({"capacity_qps": round(capacity, 1),
+                             "capacity_trials": [round(r["qps"], 1) for r in rows],
+                             "avg_latency_ms": perf.median([r["avg_latency_ms"] for r in rows])})
+    if capacity <= 0:
+        raise LabError("the capacity run answered nothing", hint="see phase=capacity's files")
+    loads = list(params["loads"])
+    for profile in params["profiles"]:
+        sysctls, skipped = perf.profile_sysctls(run, profile)
+        cell_params = {"profile": profile, "server": server, "sysctls": sysctls,
+                       "sysctls_skipped_host_wide": skipped, "capacity_qps": round(capacity, 1),
+                       "loads": loads}
+        with run.cell(f"profile={profile}", cell_params) as cell:
+            cell.up(_data(server, zone, params, sysctls), hold=others)
+            cell.monitor([node])
+            rows = []
+            for trial in range(1, params["trials"] + 1):
+                order = loads if trial % 2 else list(reversed(loads))
+                for load in order:
+                    rate = capacity * load / 100
+                    row = {"trial": trial, "load_pct": load, "target_qps": round(rate, 1),
+                           **_trial(cell, node, qfile, params, rate,
+                                    f"dnsperf-l{load}-{trial}.txt")}
+                    rows.append(row)
+                    perf.write_rows(cell.path / "trials.csv", rows)
+            cell.figures.update(_figures(rows, loads, capacity))
+    write_stats(run)
+
+
+def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> dict[str, Any]:
+    figures: dict[str, Any] = {"capacity_qps": round(capacity, 1),
+                               "trials": max(r["trial"] for r in rows)}
+    for load in loads:
+        mine = [r for r in rows if r["load_pct"] == load]
+        figures.update({
+            f"target_qps_l{load}": round(capacity * load / 100, 1),
+            f"qps_l{load}": perf.median([r["qps"] for r in mine]),
+            f"avg_latency_ms_l{load}": perf.median([r["avg_latency_ms"] for r in mine]),
+            f"qps_trials_l{load}": [round(r["qps"], 1) for r in mine],
+            f"avg_latency_ms_trials_l{load}": [r["avg_latency_ms"] for r in mine],
+            f"failures_per_s_l{load}": perf.median([r["failures_per_s"] for r in mine]),
+            f"listen_overflows_l{load}": sum(r["listen_overflows"] for r in mine),
+        })
+    return figures
+
+
+def write_stats(run: Run) -> dict[str, Any]:
+    """`stats.json`: the F5 statistics per load and measure over every profile cell."""
+    from analysis import stats
+
+    frame = stats.read_trials(run.path)
+    if frame.empty or "load_pct" not in frame.columns:
+        return {}
+    frame = frame[frame["load_pct"].notna()]
+    control = run.params["profiles"][0]
+    out: dict[str, Any] = {"control": control}
+    for load, part in frame.groupby("load_pct"):
+        key = f"l{int(load)}"
+        out[key] = {}
+        if part["profile"].nunique() < 2:
+            continue
+        for measure in ("qps", "avg_latency_ms"):
+            out[key][measure] = stats.compare(part, "profile", measure, control).to_dict()
+    (run.path / "stats.json").write_text(json.dumps(out, indent=1, default=str))
+    return out

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Install what the lab needs on Debian/Ubuntu without starting any host DNS service:
+# the DNS servers and load tools for the netns runtime (apt), and the project's virtualenv.
+#   scripts/setup.sh            apt packages (when missing) + .venv
+#   scripts/setup.sh --test     also what the test suite needs: Docker, debootstrap, Chromium
+#   scripts/setup.sh --venv     only the virtualenv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
+              dnsperf iproute2 procps python3-venv)
+
+# the image smoke tests need a Docker engine and a base image; the report test a browser
+TEST_APT_PACKAGES=(docker.io debootstrap chromium)
+if [[ "${1:-}" == "--test" ]]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
+
+need_apt=()
+if [[ "${1:-}" != "--venv" ]]; then
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
+  done
+fi
+
+if (( ${#need_apt[@]} )); then
+  if [[ $(id -u) != 0 ]]; then
+    echo "error: missing packages: ${need_apt[*]} (hint: sudo apt-get install -y --no-install-recommends ${need_apt[*]}, or run: sudo make setup)" >&2
+    exit 2
+  fi
+  echo "setup: installing ${need_apt[*]}"
+  # The lab runs the daemons itself: keep apt from starting the packaged host services.
+  policy=/usr/sbin/policy-rc.d
+  restore_policy=""
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; restore_policy=1
+  fi
+  trap '[[ -n "$restore_policy" ]] && rm -f "$policy"' EXIT
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # policy-rc.d kept the new services from starting; also keep them from starting at boot
+  # (only the units of packages installed just now: a service the host had is left alone).
+  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+    declare -A unit_of=([bind9]=named [knot]=knot [nsd]=nsd [dnsdist]=dnsdist [unbound]=unbound)
+    for pkg in "${need_apt[@]}"; do
+      [[ -n "${unit_of[$pkg]:-}" ]] && systemctl disable "${unit_of[$pkg]}" >/dev/null 2>&1 || true
+    done
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]] || [[ pyproject.toml -nt .venv/.installed ]]; then
+  echo "setup: creating the virtualenv in .venv"
+  "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev]'
+  touch .venv/.installed
+fi
+echo "setup: ready"

@@ -1,0 +1,81 @@
+"""`python -m analysis run|runs|compare` and the SQLite run index."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import index, run_analysis
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "results"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("*.py"))
+    return root
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "analysis", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+
+
+def test_run_on_missing_folder_prints_one_line(tmp_path: Path) -> None:
+    proc = cli("run", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: no run folder")
+    assert "Traceback" not in proc.stderr
+
+
+def test_run_with_missing_data_file_exits_1_without_traceback(results: Path) -> None:
+    proc = cli("run", "--no-index", str(results / "xfr-30k-zones" / "20250103T000000Z-missing"))
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines and all(line.startswith("error: ") for line in lines)
+    assert any("monitor/sec.csv" in line for line in lines)
+    assert "report:" in proc.stdout
+
+
+def test_index_lists_runs_with_verdicts(results: Path) -> None:
+    run_analysis(results / "xfr-30k-zones" / "20250101T000000Z-good")
+    index.update(results)
+    rows = {r["path"]: r for r in index.list_runs(results)}
+    assert len(rows) == len(list(results.glob("*/*/meta.json")))
+    good = rows["xfr-30k-zones/20250101T000000Z-good"]
+    assert [v["status"] for v in good["verdicts"]] == ["reproduced"] * 7
+    assert rows["xfr-30k-zones/20250104T000000Z-interrupted"]["complete"] == 0
+    # a deleted run disappears on rebuild
+    shutil.rmtree(results / "xfr-tld")
+    index.update(results)
+    with sqlite3.connect(results / "index.sqlite") as con:
+        paths = [p for (p,) in con.execute("SELECT path FROM runs")]
+    assert not any(p.startswith("xfr-tld/") for p in paths)
+    proc = cli("runs", "--results", str(results), "--experiment", "xfr-30k-zones")
+    assert proc.returncode == 0, proc.stderr
+    assert "7 reproduced" in proc.stdout
+
+
+def test_compare_draws_side_by_side(results: Path, tmp_path: Path) -> None:
+    a, b = "xfr-30k-zones/20250101T000000Z-good", "xfr-30k-zones/20250102T000000Z-noexhaust"
+    run_analysis(results / a)
+    run_analysis(results / b)
+    proc = cli("compare", "--results", str(results), a, b, "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    folder = Path(proc.stdout.strip())
+    assert folder == tmp_path / "cmp"
+    assert {p.name for p in folder.glob("*.png")} == {
+        "time_wait.png", "zones_served.png", "connect_failures.png"}
+    md = (folder / "compare.md").read_text()
+    assert "| F3.default.connect-failures | reproduced:" in md
+    assert "not_reproduced: 0 connect failures" in md
+    proc = cli("compare", "--results", str(results), a, "xfr-tld/20250105T000000Z-tld")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: no plot applies")

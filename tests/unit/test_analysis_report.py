@@ -1,0 +1,96 @@
+"""run_analysis end to end: summary.json verdicts, plots, HTML/Markdown report, real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analysis import run_analysis
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "results"
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("*.py"))
+    return root
+
+
+def test_run_analysis_writes_summary_plots_and_report(results: Path) -> None:
+    run = results / "xfr-30k-zones" / "20250101T000000Z-good"
+    summary = run_analysis(run)
+    on_disk = json.loads((run / "summary.json").read_text())
+    assert on_disk["verdicts"] == summary["verdicts"]
+    assert len(summary["verdicts"]) == 7
+    assert set(summary["verdicts"][0]) >= {"claim_id", "finding", "title", "status",
+                                           "published", "measured", "tolerance", "detail"}
+    assert summary["cells"]["profile=default"]["figures"]["connect_failures"] == 100
+    for name in ("time_wait", "zones_served", "connect_failures"):
+        assert (run / "report" / f"{name}.png").stat().st_size > 10_000
+        assert "<svg" in (run / "report" / f"{name}.svg").read_text()
+    html = (run / "report" / "report.html").read_text()
+    assert html.count('<tr class="verdict"') == 7
+    assert html.count("data:image/png;base64,") == 3
+    assert "../cells/profile%3Ddefault/xfr_events.csv" in html
+    assert "net.ipv4.ip_local_port_range" in html
+    md = (run / "report" / "summary.md").read_text()
+    assert md.index("## Verdicts") < md.index("## Plots") < md.index("## Environment")
+    assert "| ✔ reproduced | F3.default.connect-failures" in md
+    assert (results / "index.sqlite").is_file()
+
+
+def test_incomplete_run_is_flagged_in_report(results: Path) -> None:
+    run = results / "xfr-30k-zones" / "20250104T000000Z-interrupted"
+    summary = run_analysis(run)
+    assert summary["complete"] is False
+    html = (run / "report" / "report.html").read_text()
+    assert 'id="incomplete"' in html
+    assert "INCOMPLETE RUN" in (run / "report" / "summary.md").read_text()
+    assert {v["status"] for v in summary["verdicts"]} == {"reproduced", "incomplete"}
+
+
+def test_missing_file_reported_once_per_problem(results: Path) -> None:
+    run = results / "xfr-30k-zones" / "20250103T000000Z-missing"
+    summary = run_analysis(run)
+    errors = summary["analysis"]["errors"]
+    assert errors and all("\n" not in e for e in errors)
+    assert any(e.startswith("plot time_wait: default: missing data file") for e in errors)
+    # the other plots still exist, and the time_wait plot shows the remaining cells
+    assert (run / "report" / "time_wait.png").is_file()
+    assert 'id="errors"' in (run / "report" / "report.html").read_text()
+
+
+def test_every_fixture_run_analyses(results: Path) -> None:
+    for meta in sorted(results.glob("*/*/meta.json")):
+        summary = run_analysis(meta.parent)
+        assert summary["verdicts"], meta.parent
+        assert summary["analysis"]["plots"] or summary["experiment"] in (
+            "tcp-fallback", "dnsdist", "resolver-cache", "tcp-sysctl"), meta.parent
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(results: Path, tmp_path: Path) -> None:
+    run = results / "xfr-30k-zones" / "20250101T000000Z-good"
+    run_analysis(run)
+    url = (run / "report" / "report.html").resolve().as_uri()
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", f"--user-data-dir={tmp_path / 'chrome'}"]
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert len(re.findall(r'<tr class="verdict"', dom)) == 7
+    assert len(re.findall(r"<img ", dom)) == 3
+    assert dom.count("✔ reproduced") == 7
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, "--window-size=1280,2000", f"--screenshot={shot}", url],
+                   capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 50_000  # a rendered page, not a blank one

@@ -1,0 +1,229 @@
+"""Unit tests of the tcp-fallback procedure's parts that need no lab: the wire-level probe
+(against a loopback responder), the stair figures, server options, the query mix for a zone
+set without AAAA records, and the cache-curve figures."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+
+import dns.flags
+import dns.message
+import dns.rrset
+import pytest
+
+import zones
+from dnslab.errors import LabError
+from experiments import cache_model, load
+from experiments.procedures import fallback
+from zones import queries
+
+NAME = "tac-lb10.tac-hb10.tac.epc.example."
+RECORDS = 90
+
+
+def _naptr_answer(query: dns.message.Message) -> dns.message.Message:
+    reply = dns.message.make_response(query)
+    reply.flags |= dns.flags.AA
+    texts = [f'100 {35000 + i} "s" "x-3gpp-sgw:x-s5-gtp" "" _sgw.n{i:03d}.node.epc.example.'
+             for i in range(RECORDS)]
+    reply.answer.append(dns.rrset.from_text_list(NAME, 300, "IN", "NAPTR", texts))
+    return reply
+
+
+@pytest.fixture
+def responder() -> Iterator[int]:
+    """A loopback UDP+TCP responder with one big NAPTR RRset: UDP answers are truncated to
+    the query's EDNS size (TC=1, empty sections), TCP answers are complete."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    port = udp.getsockname()[1]
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind(("127.0.0.1", port))
+    tcp.listen(8)
+    stop = threading.Event()
+
+    def serve_udp() -> None:
+        udp.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                data, peer = udp.recvfrom(65535)
+            except TimeoutError:
+                continue
+            query = dns.message.from_wire(data)
+            reply = _naptr_answer(query)
+            wire = reply.to_wire(max_size=65535)
+            if len(wire) > query.payload:
+                reply.answer.clear()
+                reply.flags |= dns.flags.TC
+                wire = reply.to_wire()
+            udp.sendto(wire, peer)
+
+    def serve_tcp() -> None:
+        tcp.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = tcp.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                (length,) = struct.unpack("!H", fallback._read_exact(conn, 2))
+                query = dns.message.from_wire(fallback._read_exact(conn, length))
+                wire = _naptr_answer(query).to_wire(max_size=65535)
+                conn.sendall(struct.pack("!H", len(wire)) + wire)
+
+    threads = [threading.Thread(target=serve_udp, daemon=True),
+               threading.Thread(target=serve_tcp, daemon=True)]
+    for t in threads:
+        t.start()
+    yield port
+    stop.set()
+    for t in threads:
+        t.join(timeout=2)
+    udp.close()
+    tcp.close()
+
+
+def test_ask_measures_truncated_udp_and_full_tcp_answers(responder: int) -> None:
+    udp = fallback.ask("127.0.0.1", NAME, "NAPTR", tcp=False, payload=4096, port=responder)
+    full = fallback.ask("127.0.0.1", NAME, "NAPTR", tcp=True, payload=4096, port=responder)
+    assert udp.truncated and udp.answer == 0 and udp.additional == 1  # OPT only
+    assert not full.truncated and full.answer == RECORDS and full.rcode == "NOERROR"
+    assert full.size > 4096 > udp.size
+    # the size is the received wire length, which must equal the re-encoded message here
+    expected = _naptr_answer(dns.message.make_query(NAME, "NAPTR", use_edns=0, payload=4096))
+    assert full.size == len(expected.to_wire(max_size=65535))
+
+
+def test_ask_refuses_addresses_outside_the_lab() -> None:
+    with pytest.raises(Exception, match="not a lab address"):
+        fallback.ask("192.0.2.1", NAME)
+
+
+def _measure(rate: float, *, tcp_ratio: float, max_ms: float, p99_ms: float,
+             timeouts: int = 0) -> load.StepMeasure:
+    sent = int(rate * 10)
+    tcp = int(sent * tcp_ratio)
+    return load.StepMeasure(seconds=10.0, offered_qps=rate, answered_qps=rate, sent=sent,
+                            answered=sent - timeouts, tcp=tcp, truncated=tcp,
+                            timeouts=timeouts, throttled=0, net_errors=0,
+                            rcodes={"NOERROR": sent}, p50_ms=0.5, p90_ms=1.0, p99_ms=p99_ms,
+                            max_ms=max_ms)
+
+
+def test_stair_figures_take_the_capacity_step() -> None:
+    crit = load.Criteria()
+    results = [
+        load.judge(1, 1000, _measure(1000, tcp_ratio=0.30, max_ms=40, p99_ms=4), crit),
+        load.judge(2, 2000, _measure(2000, tcp_ratio=0.30, max_ms=400, p99_ms=9), crit),
+        load.judge(3, 3000, _measure(3000, tcp_ratio=0.20, max_ms=3241, p99_ms=900,
+                                     timeouts=300), crit),
+    ]
+    rows = [{"truncated_per_s": r.measure.truncated / 10, "server_cpu_pct": 10.0 * r.step,
+             "udp_rcvbuf_errors": r.step - 1, "udp_in_errors": 0, "listen_overflows": 2,
+             "listen_drops": 2} for r in results]
+    figures = fallback.stair_figures(results, rows)
+    assert figures["capacity_qps"] == 2000 and figures["capacity_step"] == 2
+    assert figures["tcp_share"] == pytest.approx(0.3 / 1.3, abs=1e-3)
+    assert figures["truncated_per_s"] == 600
+    assert figures["max_latency_ms_at_capacity"] == 400
+    assert figures["p99_ms_at_capacity"] == 9
+    assert figures["server_cpu_pct_at_capacity"] == 20.0
+    assert figures["max_ms_by_qps"] == {"1000": 40, "2000": 400, "3000": 3241}
+    assert figures["first_fail_qps"] == 3000 and "TAT" in figures["first_fail_reasons"]
+    assert figures["udp_rcvbuf_errors"] == 3 and figures["listen_overflows"] == 6
+    overall = (300 + 600 + 600) / (1000 + 300 + 2000 + 600 + 3000 + 600)
+    assert figures["tcp_share_overall"] == pytest.approx(overall, abs=1e-4)
+
+
+def test_stair_figures_without_a_passing_step_fall_back_to_the_first() -> None:
+    crit = load.Criteria()
+    results = [load.judge(1, 1000, _measure(1000, tcp_ratio=0.25, max_ms=2000, p99_ms=1500),
+                          crit)]
+    figures = fallback.stair_figures(results, [{"truncated_per_s": 250, "server_cpu_pct": 1,
+                                                "udp_rcvbuf_errors": 0, "udp_in_errors": 0,
+                                                "listen_overflows": 0, "listen_drops": 0}])
+    assert figures["capacity_qps"] is None
+    assert figures["max_latency_ms_at_capacity"] is None
+    assert figures["tcp_share"] == pytest.approx(0.2, abs=1e-3)
+    assert figures["first_fail_qps"] == 1000
+
+
+def test_tcp_share_of_the_seed_mix() -> None:
+    # 30 % of UDP queries truncated -> 23 % of all queries the server sees arrive over TCP
+    assert fallback.tcp_share_of(0.30) == pytest.approx(0.2308, abs=1e-4)
+    assert fallback.tcp_share_of(0.0) == 0.0
+
+
+BASE = {"udp_payload": 4096, "bind_options": {"minimal_responses": "no"},
+        "bind_tuned": {"tcp-clients": 10000, "tcp-listen-queue": 65535},
+        "knot_options": {}, "knot_tuned": {"tcp-max-clients": 10000, "server": {"tcp-workers": 4}},
+        "nsd_options": {"server": {"ipv4-edns-size": 1232}}, "nsd_tuned": {"tcp-count": 1000}}
+
+
+def test_server_options_set_the_udp_payload_and_tuning_per_server() -> None:
+    bind = fallback.server_options(BASE, "bind", tuned=False)
+    assert bind == {"minimal_responses": "no", "max-udp-size": 4096, "edns-udp-size": 4096}
+    bind_tuned = fallback.server_options(BASE, "bind", tuned=True)
+    assert bind_tuned["tcp-listen-queue"] == 65535 and bind_tuned["minimal_responses"] == "no"
+    knot = fallback.server_options(BASE, "knot", tuned=True)
+    assert knot["server"] == {"udp-max-payload": 4096, "tcp-workers": 4}
+    assert knot["tcp-max-clients"] == 10000
+    # an explicit per-server value wins over UDP_PAYLOAD
+    nsd = fallback.server_options(BASE, "nsd", tuned=False)
+    assert nsd["server"] == {"ipv4-edns-size": 1232} and "tcp-count" not in nsd
+    plain = fallback.server_options({**BASE, "udp_payload": 0}, "bind", tuned=False)
+    assert "max-udp-size" not in plain
+
+
+def test_the_before_mix_drops_aaaa_and_restores_the_module_mix(tmp_path) -> None:
+    before = dict(queries.MOBILE_MIX)
+    zone_set = zones.ensure("3gpp", {"profile": "before", "tacs": 4, "apns": 2, "areas": 2},
+                            seed=3, out_root=tmp_path)
+    with fallback._mix_without_missing_types(zone_set) as mix:
+        assert mix["AAAA"] == 0.0 and mix["NAPTR"] == before["NAPTR"]
+        qfile = queries.mobile_core(zone_set, count=2000, truncating=0.3, seed=3)
+    assert queries.MOBILE_MIX == before
+    types = {line.split()[1] for line in qfile.path.read_text().splitlines()}
+    assert "AAAA" not in types and "NAPTR" in types
+    assert qfile.manifest["measured"]["truncated_share"] == pytest.approx(0.3, abs=0.03)
+
+
+def test_response_figures_pick_the_largest_modelled_name() -> None:
+    rows = []
+    for kind, name, model_size in (("tac", "t1", 22788), ("tac", "t2", 100), ("apn", "a1", 6124)):
+        base = {"kind": kind, "qname": name}
+        rows += [{**base, "source": "udp", "size": 84, "answer": 0, "additional": 1,
+                  "truncated": True},
+                 {**base, "source": "tcp", "size": model_size // 2, "answer": 93,
+                  "additional": 1, "truncated": False},
+                 {**base, "source": "model", "size": model_size, "answer": 93,
+                  "additional": 219, "truncated": True}]
+    figures = fallback.response_figures(rows)
+    assert figures["tac_name"] == "t1" and figures["tac_tcp_size"] == 11394
+    assert figures["tac_model_additional"] == 219 and figures["tac_udp_truncated"] is True
+    assert figures["apn_model_size"] == 6124
+
+
+def test_cache_curve_figures_find_the_onset_above_the_cache_size() -> None:
+    results = cache_model.amplification_curve([200, 400, 500, 600, 800], 500, lookup_rate=200,
+                                              duration=1200, ttl=100, seed=1)
+    figures = fallback.curve_figures(results, margin=0.05)
+    assert figures["records"] == [200, 400, 500, 600, 800]
+    assert figures["amplification"][0] == pytest.approx(1.0, abs=0.01)
+    assert figures["onset_records"] is not None and figures["onset_records"] > 400
+    assert figures["max_amplification"] > 1.05
+
+
+def test_function_test_bumps_the_soa_serial():
+    from experiments.procedures.fallback import _bump_serial
+
+    text = "$ORIGIN epc.test.\n$TTL 300\n@ SOA ns01 hostmaster 2024010101 3600 900 1209600 300\n"
+    bumped, serial = _bump_serial(text)
+    assert serial == 2024010102
+    assert "@ SOA ns01 hostmaster 2024010102 3600 900 1209600 300" in bumped
+    with pytest.raises(LabError, match="SOA serial"):
+        _bump_serial("$TTL 300\n")

@@ -1,0 +1,61 @@
+"""The load protocols driving the real dnsload binary against `dnsload serve` on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dnslab.paths import BIN
+from experiments import load
+
+DNSLOAD = BIN / "dnsload"
+pytestmark = pytest.mark.skipif(not DNSLOAD.exists(),
+                                reason="build/bin/dnsload missing: run scripts/build-dnsload.sh")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_stair_against_calibration_responder(tmp_path: Path) -> None:
+    port = _free_port()
+    qfile = tmp_path / "queries.txt"
+    qfile.write_text("tac-lb10.tac-hb10.tac.epc.mnc010.mcc440.3gppnetwork.org NAPTR\n"
+                     "topon.S5.pgw.00.TAC10.node.epc.mnc010.mcc440.3gppnetwork.org A\n")
+    server = subprocess.Popen(
+        [str(DNSLOAD), "serve", "-a", f"127.0.0.1:{port}", "-l", "20", "-tc", "0.3",
+         "-tcp-size", "23000"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(server.stdout.readline())["type"] == "serve_ready"
+        gen = load.DnsloadGenerator(server=f"127.0.0.1:{port}", query_file=str(qfile),
+                                    binary=str(DNSLOAD), timeout_s=2)
+        res = load.stair(load.local_runner, gen, 1000, 2000, 1000, 3,
+                         load.Criteria(warmup_s=1))
+    finally:
+        server.terminate()
+        server.wait(timeout=5)
+    assert [r.target_qps for r in res] == [1000, 2000]
+    for r in res:
+        m = r.measure
+        assert r.passed, r.reasons
+        assert m.seconds == 2
+        # the steady window starts mid-run: answers to queries sent just before it count
+        assert m.answered == pytest.approx(m.sent, abs=5) and m.timeouts == 0
+        # a retry can straddle the window edge, so truncated and tcp may differ by one
+        assert m.truncated == pytest.approx(0.3 * m.sent, abs=3)
+        assert m.tcp == pytest.approx(m.truncated, abs=2)
+        assert r.tcp_share == pytest.approx(0.3 / 1.3, abs=0.01)
+        assert 0 < m.p50_ms <= m.p99_ms <= m.max_ms < 1000
+
+
+def test_refuses_outside_target() -> None:
+    gen = load.DnsloadGenerator(server="192.0.2.1:53", query_file="/dev/null",
+                                binary=str(DNSLOAD))
+    with pytest.raises(load.LabError, match="refusing target 192.0.2.1"):
+        load.burst(load.local_runner, gen, 100, 1)

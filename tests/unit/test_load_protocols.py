@@ -1,0 +1,192 @@
+"""Unit tests of the F1 load protocols (stair, burst, soak) on synthetic generator output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dnslab.errors import LabError
+from experiments import load
+
+TC_FRACTION = 0.3
+
+
+def _line(kind: str, rate: float, seconds: float, *, answered_ratio: float = 1.0,
+          timeouts: int = 0, servfail: int = 0, throttled: int = 0, max_ms: float = 20.0,
+          p99_ms: float = 5.0) -> dict:
+    sent = int(rate * seconds) - throttled
+    answered = int(sent * answered_ratio) - timeouts - servfail
+    tcp = int(sent * TC_FRACTION)
+    return {
+        "type": kind, "t": seconds, "seconds": seconds, "offered_qps": rate,
+        "answered_qps": (answered + servfail) / seconds, "sent": sent,
+        "answered": answered + servfail, "udp": sent, "udp_answered": answered - tcp, "tcp": tcp,
+        "tcp_answered": tcp, "truncated": tcp, "timeouts": timeouts, "throttled": throttled,
+        "net_errors": 0, "recv_errors": 0, "late": 0, "mismatched": 0,
+        "rcodes": {"NOERROR": answered, **({"SERVFAIL": servfail} if servfail else {})},
+        "outstanding": 0,
+        "lat_ms": {"p50": 0.5, "p90": 1.0, "p99": p99_ms, "max": max_ms},
+    }
+
+
+class FakeServer:
+    """Stands in for `run`: parses dnsload's argv and answers like a server whose capacity
+    is `capacity` qps (beyond it: timeouts and seconds-long TATs)."""
+
+    def __init__(self, capacity: float) -> None:
+        self.capacity = capacity
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: list[str]) -> str:
+        self.calls.append(argv)
+        rate = float(argv[argv.index("-Q") + 1])
+        duration = float(argv[argv.index("-l") + 1])
+        warm = float(argv[argv.index("-warmup") + 1]) if "-warmup" in argv else 0.0
+        over = rate > self.capacity
+        kw = {"timeouts": int(rate * 0.01 * (duration - warm)), "max_ms": 3241.0,
+              "p99_ms": 900.0} if over else {}
+        out = [json.dumps({"type": "start"}),
+               json.dumps(_line("interval", rate, 1.0)),
+               json.dumps(_line("total", rate, duration, **kw))]
+        if warm:
+            out.append(json.dumps(_line("steady", rate, duration - warm, **kw)))
+        return "\n".join(out) + "\n"
+
+
+GEN = load.DnsloadGenerator(server="198.18.0.11:53", query_file="/tmp/q.txt", binary="dnsload")
+
+
+def test_stair_capacity_is_highest_passing_step(tmp_path: Path) -> None:
+    fake = FakeServer(capacity=12_000)
+    res = load.stair(fake, GEN, 2000, 25_000, 1000, 60)
+    assert [r.target_qps for r in res] == [float(q) for q in range(2000, 25_001, 1000)]
+    assert load.capacity(res) == 12_000
+    assert all(r.passed for r in res if r.target_qps <= 12_000)
+    failing = [r for r in res if not r.passed]
+    assert failing and all(r.target_qps > 12_000 for r in failing)
+    assert "error rate 1.000% > 0.100%" in failing[0].reasons[0]
+    assert any("max TAT 3241 ms > 1000 ms" in x for x in failing[0].reasons)
+    # the warm-up was passed on and the steady window was used
+    assert all("-warmup" in c and c[c.index("-warmup") + 1] == "5" for c in fake.calls)
+    assert res[0].measure.seconds == 55
+    assert res[0].tcp_share == pytest.approx(TC_FRACTION / (1 + TC_FRACTION), abs=1e-3)
+
+
+def test_stair_stops_after_failures() -> None:
+    fake = FakeServer(capacity=4000)
+    res = load.stair(fake, GEN, 2000, 25_000, 1000, 30, stop_after_failures=2)
+    assert [r.target_qps for r in res] == [2000, 3000, 4000, 5000, 6000]
+    assert load.capacity(res) == 4000
+
+
+def test_judge_p99_criterion_and_throttling() -> None:
+    m = GEN.parse(json.dumps(_line("total", 10_000, 60, max_ms=1500.0, p99_ms=40.0)))
+    strict = load.judge(1, 10_000, m, load.Criteria(tat_stat="max"))
+    lenient = load.judge(1, 10_000, m, load.Criteria(tat_stat="p99"))
+    assert not strict.passed and lenient.passed
+    # queries the generator had to hold back are failures, not silently dropped
+    m = GEN.parse(json.dumps(_line("total", 10_000, 60, throttled=3000)))
+    r = load.judge(1, 10_000, m, load.Criteria())
+    assert r.errors == 3000 and r.error_rate == pytest.approx(0.005) and not r.passed
+
+
+def test_judge_error_rcodes_and_threshold() -> None:
+    # 0.05 % SERVFAIL passes a 0.1 % threshold, fails a 0.01 % one
+    m = GEN.parse(json.dumps(_line("total", 10_000, 100, servfail=500)))
+    assert load.judge(1, 10_000, m, load.Criteria()).passed
+    r = load.judge(1, 10_000, m, load.Criteria(max_error_rate=0.0001))
+    assert not r.passed and r.errors == 500
+    # NXDOMAIN is an answer, not an error, unless asked for
+    line = _line("total", 10_000, 100)
+    line["rcodes"] = {"NXDOMAIN": line["answered"]}
+    m = GEN.parse(json.dumps(line))
+    assert load.judge(1, 10_000, m, load.Criteria()).passed
+    assert not load.judge(1, 10_000, m, load.Criteria(error_rcodes=("NXDOMAIN",))).passed
+
+
+def test_judge_generator_shortfall() -> None:
+    line = _line("total", 10_000, 60)
+    line["offered_qps"] = 8000
+    r = load.judge(1, 10_000, GEN.parse(json.dumps(line)), load.Criteria())
+    assert not r.passed and r.reasons == ["offered 8000 qps < 95% of 10000"]
+
+
+def test_burst_and_soak() -> None:
+    fake = FakeServer(capacity=18_000)
+    assert load.burst(fake, GEN, 18_000, 600).passed
+    assert not load.burst(fake, GEN, 19_000, 600).passed
+    chunks = load.soak(fake, GEN, 18_000, 1500, chunk_s=600)
+    assert [float(c[c.index("-l") + 1]) for c in fake.calls[2:]] == [600, 600, 300]
+    # only the first chunk drops a warm-up
+    assert ["-warmup" in c for c in fake.calls[2:]] == [True, False, False]
+    s = load.summarize(chunks)
+    assert s.passed and s.failures == 0 and s.max_tat_ms == 20.0
+    assert s.queries == 18_000 * (595 + 600 + 300)
+
+
+def test_write_csv(tmp_path: Path) -> None:
+    res = load.stair(FakeServer(capacity=3000), GEN, 2000, 4000, 1000, 10)
+    path = load.write_csv(res, tmp_path / "stair.csv")
+    rows = list(csv.DictReader(path.open()))
+    assert list(rows[0])[:14] == ["step", "offered_qps", "answered_qps", "udp", "tcp",
+                                  "truncated", "timeouts", "errors", "p50_ms", "p90_ms",
+                                  "p99_ms", "max_ms", "tcp_share", "passed"]
+    assert [r["passed"] for r in rows] == ["True", "True", "False"]
+    assert rows[2]["timeouts"] == str(int(4000 * 0.01 * 5))
+
+
+def test_command_and_parse_errors() -> None:
+    argv = GEN.command(12_000, 60, 5)
+    assert argv[:2] == ["dnsload", "run"]
+    assert argv[argv.index("-Q") + 1] == "12000" and argv[argv.index("-t") + 1] == "5"
+    assert "-warmup" not in GEN.command(1000, 3, 5)
+    with pytest.raises(LabError):
+        GEN.parse("dnsload: error: refusing target 8.8.8.8\n")
+    with pytest.raises(LabError):
+        load.stair(FakeServer(1), GEN, 5000, 1000, 1000, 60)
+    with pytest.raises(LabError):
+        load.local_runner(["/nonexistent/dnsload", "run"])
+
+
+def test_exec_runner_adapts_popen() -> None:
+    def fake_exec(node: str, argv: list[str]) -> subprocess.Popen:
+        code = f"import sys; print({node!r}, {len(argv)}); sys.exit({1 if 'bad' in argv else 0})"
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+
+    run = load.exec_runner(fake_exec, "client1")
+    assert run(["dnsload", "run"]).strip() == "client1 2"
+    with pytest.raises(LabError, match="dnsload failed on client1"):
+        run(["dnsload", "bad"])
+
+
+def test_function_runs_changes_while_the_load_runs() -> None:
+    import threading
+    import time
+
+    fake = FakeServer(capacity=18_000)
+    events: list[str] = []
+    started = threading.Event()
+
+    def runner(argv: list[str]) -> str:
+        started.set()
+        time.sleep(0.3)
+        events.append("load done")
+        return fake(argv)
+
+    def changes() -> list[str]:
+        assert started.wait(5), "the load did not start before the changes"
+        events.append("changed")
+        return ["sync ok"]
+
+    step, outcome = load.function(runner, GEN, 18_000, 60, changes)
+    assert outcome == ["sync ok"] and step.passed
+    assert events == ["changed", "load done"]
+    # an overload during the changes fails the step as any other
+    step, _ = load.function(fake, GEN, 19_000, 60, lambda: None)
+    assert not step.passed

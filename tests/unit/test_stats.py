@@ -1,0 +1,136 @@
+"""analysis.stats on synthetic trials with a known answer: a real shift must be found, equal
+distributions must not be called different."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import stats
+
+
+def trials(means: dict[str, float], n: int, sd: float, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"profile": name, "qps": float(v)}
+                         for name, mean in means.items() for v in rng.normal(mean, sd, n)])
+
+
+def test_a_ten_percent_drop_is_detected_against_the_control():
+    df = trials({"default": 20000, "tso-win-divisor-1": 18000, "diiner": 20000}, 20, 400, 1)
+    result = stats.compare(df, "profile", "qps", control="default")
+    assert result.kruskal.p < 0.001
+    assert result.differs == ["tso-win-divisor-1"]
+    row = result.posthoc.loc["tso-win-divisor-1"]
+    assert row["dunn_p"] < 0.001 and row["tukey_p"] < 0.001
+    assert row["rel_diff"] == pytest.approx(-0.1, abs=0.02)
+    assert row["cliffs_delta"] < -0.9 and row["hedges_g"] < -3
+    assert not result.posthoc.loc["diiner", "significant"]
+
+
+def test_identical_distributions_are_not_called_different():
+    # 60 synthetic studies with no effect: the false-positive rate stays near alpha
+    hits = 0
+    for seed in range(60):
+        df = trials({"default": 20000, "a": 20000, "b": 20000}, 10, 1500, seed)
+        hits += bool(stats.compare(df, "profile", "qps", control="default").differs)
+    assert hits <= 5
+
+
+def test_spread_reports_run_to_run_variation():
+    df = pd.DataFrame({"profile": ["x"] * 4, "qps": [90.0, 100.0, 110.0, 100.0]})
+    row = stats.spread(df, "profile", "qps").loc["x"]
+    assert row["n"] == 4 and row["median"] == 100.0 and row["mean"] == 100.0
+    assert row["cv"] == pytest.approx(np.std([90, 100, 110, 100], ddof=1) / 100)
+
+
+def test_effect_sizes_have_their_textbook_values():
+    assert stats.cliffs_delta(np.array([3, 4]), np.array([1, 2])) == 1.0
+    assert stats.cliffs_delta(np.array([1, 2]), np.array([1, 2])) == 0.0
+    g = stats.hedges_g(np.array([2.0, 3.0, 4.0]), np.array([1.0, 2.0, 3.0]))
+    assert g == pytest.approx(1.0 * (1 - 3 / (4 * 6 - 9)))
+
+
+def test_constant_measures_give_no_difference_and_no_crash():
+    df = pd.DataFrame({"profile": ["default"] * 3 + ["b"] * 3, "qps": [5.0] * 6})
+    result = stats.compare(df, "profile", "qps", control="default")
+    assert result.kruskal.p == 1.0 and result.differs == []
+
+
+def test_unknown_control_is_an_error():
+    df = trials({"a": 1.0, "b": 1.0}, 3, 0.1, 0)
+    with pytest.raises(ValueError):
+        stats.posthoc_vs_control(df, "profile", "qps", control="default")
+
+
+def test_to_dict_is_json_ready():
+    import json
+
+    df = trials({"default": 10, "x": 12}, 8, 0.5, 3)
+    text = json.dumps(stats.compare(df, "profile", "qps", "default").to_dict())
+    assert '"differs": ["x"]' in text
+
+
+# --- the dnsperf/resperf parsers the F2/F4/F5 procedures feed these statistics from ----------
+
+DNSPERF_TCP = """[Status] Testing complete (time limit)
+
+Statistics:
+
+  Queries sent:         67463
+  Queries completed:    67460 (100.00%)
+  Queries lost:         3 (0.00%)
+
+  Response codes:       NOERROR 67000 (99.3%), REFUSED 460 (0.7%)
+  Average packet size:  request 30, response 46
+  Run time (s):         2.041671
+  Queries per second:   33043.031909
+
+  Average Latency (s):  0.003472 (min 0.000017, max 0.095808)
+  Latency StdDev (s):   0.009085
+
+Connection Statistics:
+
+  Reconnections:        651
+
+  Average Latency (s):  0.000384 (min 0.000020, max 0.004563)
+  Latency StdDev (s):   0.001106
+"""
+
+
+def test_dnsperf_totals_keep_query_latency_not_connection_latency():
+    from experiments.procedures.perf import parse_dnsperf
+
+    result = parse_dnsperf(DNSPERF_TCP)
+    assert (result.sent, result.completed, result.lost) == (67463, 67460, 3)
+    assert result.qps == pytest.approx(33043.031909)
+    assert result.avg_latency_s == pytest.approx(0.003472)
+    assert result.max_latency_s == pytest.approx(0.095808)
+    assert result.reconnections == 651
+    assert result.rcodes == {"NOERROR": 67000, "REFUSED": 460}
+    assert result.failures_per_s == pytest.approx(3 / 2.041671)
+    assert result.row()["avg_latency_ms"] == pytest.approx(3.472)
+
+
+def test_dnsperf_without_statistics_is_a_lab_error():
+    from dnslab.errors import LabError
+    from experiments.procedures.perf import parse_dnsperf
+
+    with pytest.raises(LabError):
+        parse_dnsperf("Error: could not open queries.txt\n")
+
+
+def test_resperf_plot_rows():
+    from experiments.procedures.perf import parse_resperf_plot
+
+    rows = parse_resperf_plot("# time target_qps ...\n0.5 100 98 97 0 0.001 0 0\n"
+                              "1.0 200 199 190 1 0.002 0 0\n")
+    assert [r["target_qps"] for r in rows] == [100, 200]
+    assert rows[1]["failures_per_s"] == 1 and rows[1]["avg_latency_s"] == 0.002
+
+
+def test_f2_tolerance_depends_on_the_cores_left_to_the_front_end():
+    from experiments.procedures.dnsdist import min_tuned_ratio
+
+    assert min_tuned_ratio(cores=2, generator_threads=1) == 0.9
+    assert min_tuned_ratio(cores=8, generator_threads=1) == 1.0

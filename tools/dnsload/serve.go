@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The calibration responder: every query gets a canned answer (an A or AAAA record for those
+// types, NODATA for any other), a given fraction of UDP answers are truncated (TC=1, empty),
+// and TCP answers can be padded with TXT records to the size of the seed's NAPTR answer.
+
+type serveConfig struct {
+	addr       string
+	duration   float64
+	tcFraction float64
+	tcpSize    int
+	udpSockets int
+	tcp        bool
+}
+
+type serveStats struct {
+	udpQueries, udpTruncated, tcpQueries, tcpConns, dropped atomic.Int64
+}
+
+func parseServeFlags(args []string) (*serveConfig, error) {
+	fs := flag.NewFlagSet("dnsload serve", flag.ContinueOnError)
+	c := &serveConfig{}
+	fs.StringVar(&c.addr, "a", "127.0.0.1:5300", "listen IP:PORT (loopback or 198.18.0.0/15 only)")
+	fs.Float64Var(&c.duration, "l", 600, "stop after this many seconds")
+	fs.Float64Var(&c.tcFraction, "tc", 0, "fraction of UDP answers sent truncated (TC=1), spread evenly")
+	fs.IntVar(&c.tcpSize, "tcp-size", 0, "pad TCP answers with TXT records to about this many bytes")
+	fs.IntVar(&c.udpSockets, "c", runtime.GOMAXPROCS(0), "UDP sockets (SO_REUSEPORT), one goroutine each")
+	fs.BoolVar(&c.tcp, "tcp", true, "also serve TCP")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.duration <= 0 || c.duration > maxDuration:
+		return nil, fmt.Errorf("-l must be in (0, %d] seconds", maxDuration)
+	case c.tcFraction < 0 || c.tcFraction > 1:
+		return nil, errors.New("-tc must be in [0, 1]")
+	case c.tcpSize < 0 || c.tcpSize > 65000:
+		return nil, errors.New("-tcp-size must be in [0, 65000]")
+	case c.udpSockets < 1 || c.udpSockets > 64:
+		return nil, errors.New("-c must be in [1, 64]")
+	}
+	return c, nil
+}
+
+func reusePort(network, address string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+func serveMain(args []string) error {
+	cfg, err := parseServeFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ap, err := checkTarget(cfg.addr)
+	if err != nil {
+		return err
+	}
+	lc := net.ListenConfig{Control: reusePort}
+	ctx := context.Background()
+	var udps []*net.UDPConn
+	for i := 0; i < cfg.udpSockets; i++ {
+		pc, err := lc.ListenPacket(ctx, "udp", ap.String())
+		if err != nil {
+			return fmt.Errorf("cannot listen on udp %s: %v", ap, err)
+		}
+		u := pc.(*net.UDPConn)
+		_ = u.SetReadBuffer(8 << 20)
+		_ = u.SetWriteBuffer(8 << 20)
+		udps = append(udps, u)
+	}
+	var tl net.Listener
+	if cfg.tcp {
+		tl, err = lc.Listen(ctx, "tcp", ap.String())
+		if err != nil {
+			return fmt.Errorf("cannot listen on tcp %s: %v", ap, err)
+		}
+	}
+	out := bufio.NewWriter(os.Stdout)
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	emit(map[string]any{"type": "serve_ready", "addr": ap.String(), "tc_fraction": cfg.tcFraction,
+		"tcp_size": cfg.tcpSize, "udp_sockets": cfg.udpSockets, "tcp": cfg.tcp})
+
+	var st serveStats
+	var wg sync.WaitGroup
+	for _, u := range udps {
+		wg.Add(1)
+		go func() { defer wg.Done(); serveUDP(u, cfg, &st) }()
+	}
+	var conns sync.Map
+	if tl != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := tl.Accept()
+				if err != nil {
+					if errors.Is(err, net.ErrClosed) {
+						return
+					}
+					continue
+				}
+				st.tcpConns.Add(1)
+				conns.Store(c, true)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer conns.Delete(c)
+					serveTCPConn(c, cfg, &st)
+				}()
+			}
+		}()
+	}
+	time.Sleep(time.Duration(cfg.duration * float64(time.Second)))
+	for _, u := range udps {
+		u.Close()
+	}
+	if tl != nil {
+		tl.Close()
+	}
+	conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+	wg.Wait()
+	emit(map[string]any{"type": "serve_total", "udp_queries": st.udpQueries.Load(),
+		"udp_truncated": st.udpTruncated.Load(), "tcp_queries": st.tcpQueries.Load(),
+		"tcp_conns": st.tcpConns.Load(), "dropped": st.dropped.Load()})
+	return nil
+}
+
+func serveUDP(u *net.UDPConn, cfg *serveConfig, st *serveStats) {
+	buf := make([]byte, 65536)
+	out := make([]byte, 0, 4096)
+	// error-diffusion: exactly tcFraction of the answers are truncated, evenly spread
+	acc := 0.0
+	for {
+		n, from, err := u.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		st.udpQueries.Add(1)
+		tc := false
+		if cfg.tcFraction > 0 {
+			acc += cfg.tcFraction
+			if acc >= 1 {
+				acc--
+				tc = true
+			}
+		}
+		var ok bool
+		out, ok = buildAnswer(out[:0], buf[:n], tc, 0)
+		if !ok {
+			st.dropped.Add(1)
+			continue
+		}
+		if tc {
+			st.udpTruncated.Add(1)
+		}
+		_, _ = u.WriteToUDPAddrPort(out, from)
+	}
+}
+
+func serveTCPConn(c net.Conn, cfg *serveConfig, st *serveStats) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	var lb [2]byte
+	q := make([]byte, 65535)
+	out := make([]byte, 0, 65537)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(r, lb[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(lb[:]))
+		if _, err := io.ReadFull(r, q[:n]); err != nil {
+			return
+		}
+		st.tcpQueries.Add(1)
+		var ok bool
+		out, ok = buildAnswer(append(out[:0], 0, 0), q[:n], false, cfg.tcpSize)
+		if !ok {
+			st.dropped.Add(1)
+			return
+		}
+		binary.BigEndian.PutUint16(out[0:2], uint16(len(out)-2))
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// buildAnswer appends the canned answer to q onto out. tc: truncated, empty answer.
+// padTo > 0: add TXT records in the additional section until the message is about padTo bytes.
+func buildAnswer(out, q []byte, tc bool, padTo int) ([]byte, bool) {
+	if len(q) < 12 || q[2]&0x80 != 0 || binary.BigEndian.Uint16(q[4:6]) != 1 {
+		return out, false
+	}
+	base := len(out)
+	p := 12
+	for {
+		if p >= len(q) {
+			return out, false
+		}
+		l := int(q[p])
+		if l == 0 {
+			p++
+			break
+		}
+		if l&0xc0 != 0 {
+			return out, false
+		}
+		p += 1 + l
+	}
+	if p+4 > len(q) {
+		return out, false
+	}
+	qtype := binary.BigEndian.Uint16(q[p : p+2])
+	qend := p + 4
+	edns := binary.BigEndian.Uint16(q[10:12]) > 0
+	out = append(out, q[:qend]...)
+	h := out[base:]
+	h[2] = 0x80 | (q[2] & 0x79) | 0x04 // QR, keep opcode and RD, AA
+	if tc {
+		h[2] |= 0x02
+	}
+	h[3] = 0 // RA=0, NOERROR
+	binary.BigEndian.PutUint16(h[6:8], 0)
+	binary.BigEndian.PutUint16(h[8:10], 0)
+	binary.BigEndian.PutUint16(h[10:12], 0)
+	an, ar := 0, 0
+	if !tc {
+		switch qtype {
+		case 1: // A 198.18.0.1
+			out = append(out, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 198, 18, 0, 1)
+			an++
+		case 28: // AAAA 2001:db8::1
+			out = append(out, 0xc0, 0x0c, 0, 28, 0, 1, 0, 0, 1, 0x2c, 0, 16,
+				0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)
+			an++
+		}
+		for padTo > 0 && len(out)-base+268 <= padTo && len(out)-base+268 < 65000 {
+			out = append(out, 0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 1, 0x2c, 1, 0, 255)
+			for i := 0; i < 255; i++ {
+				out = append(out, 'x')
+			}
+			ar++
+		}
+	}
+	if edns {
+		out = append(out, 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0) // OPT, 4096
+		ar++
+	}
+	h = out[base:]
+	binary.BigEndian.PutUint16(h[6:8], uint16(an))
+	binary.BigEndian.PutUint16(h[10:12], uint16(ar))
+	return out, true
+}
