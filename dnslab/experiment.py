@@ -353,9 +353,15 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     params = resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
     lab_name = lab_engine.topology.load(spec.topology).name
-    if lab_engine.leftovers(lab_name) or lab_engine.LabState.load(lab_name):
-        raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself",
-                       hint=f"make lab down LAB={lab_name}")
+    found = lab_engine.leftovers(lab_name)
+    if lab_engine.LabState.load(lab_name):
+        found.append(f"state folder {paths.LABS_STATE / lab_name}")
+    if found:
+        # Namespace names are host-wide: a lab of the same name from another checkout or a run
+        # still going counts too, and the message says what was seen so that can be told apart.
+        raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself "
+                       f"(found: {', '.join(found[:3])}{', ...' if len(found) > 3 else ''})",
+                       hint=f"make lab down LAB={lab_name}, once no other run uses it")
     run = Run(spec, params, runtime, keep, command or sys.argv, scale)
     print(f"run {spec.name}/{run.run_id}: results in {run.path}", file=sys.stderr)
     complete = False

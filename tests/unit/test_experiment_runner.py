@@ -8,6 +8,7 @@ import pytest
 
 from dnslab import experiment, paths
 from dnslab.errors import LabError
+from dnslab.runtime.base import LabState
 
 
 def test_every_experiment_file_loads_with_a_story_and_a_ci_scale():
@@ -86,3 +87,16 @@ def test_runs_get_their_own_folder_and_keep_interrupted_cells(tmp_path, monkeypa
     summary = json.loads((first.path / "summary.json").read_text())
     assert summary["complete"] is False
     assert (first.path / "xfr.clab.yml").exists() and (first.path / "xfr-30k-zones.yaml").exists()
+
+
+def test_experiment_refuses_a_lab_that_is_up_and_says_what_it_saw(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
+    LabState(lab="xfr", runtime="netns", topology="topologies/xfr.clab.yml",
+             root=str(tmp_path / "labs" / "xfr")).save()
+    with pytest.raises(LabError) as refused:
+        experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns"])
+    assert "already up" in str(refused.value)
+    assert f"state folder {tmp_path / 'labs' / 'xfr'}" in str(refused.value)
+    assert "make lab down LAB=xfr" in refused.value.hint
+    assert not (tmp_path / "results").exists()
