@@ -197,10 +197,21 @@ def up(lab: str, runtime: str = "auto", data: LabData | None = None,
     state = _new_state(rendered, chosen)
     state.save()
     handle = Lab(rendered, state, chosen)
+    held = set(hold)
+    primaries = [n for n, node in topo.nodes.items() if node.role == "primary" and n not in held]
+    # Everything else starts once the primaries answer: a secondary whose first SOA query
+    # meets a primary still loading backs off (BIND's retry timer), and a lab up then stalls
+    # until NOTIFY rescues it, which it did not always do within the health timeout.
+    after_primaries = {n for n in topo.nodes if n not in held and n not in primaries}
     try:
-        chosen.create(rendered, state, set(hold))
+        chosen.create(rendered, state, held, later=after_primaries)
+        if primaries and after_primaries:
+            handle.wait_healthy(primaries)
+        for name in topo.nodes:
+            if name in after_primaries and topo.nodes[name].server != "tools":
+                handle.start(name)
         if wait:
-            handle.wait_healthy()
+            handle.wait_healthy([n for n in topo.nodes if n not in held])
     except BaseException:
         _destroy(topo.name, chosen)
         raise

@@ -90,8 +90,10 @@ class Runtime(ABC):
         """Make sure these nodes can start (what they run exists); raise LabError if not."""
 
     @abstractmethod
-    def create(self, rendered: RenderedLab, state: LabState, hold: set[str]) -> None:
-        """Create the network and nodes; start every daemon except those in `hold`."""
+    def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
+               later: set[str] = frozenset()) -> None:
+        """Create the network and nodes; start every daemon except those in `hold` (not
+        needed yet, maybe never) and `later` (prepared, started by the caller soon)."""
 
     @abstractmethod
     def start_node(self, state: LabState, node: str) -> None:

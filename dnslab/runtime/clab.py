@@ -82,14 +82,15 @@ class ClabRuntime(Runtime):
                 found.append(f"bridge {bridge}")
         return found
 
-    def create(self, rendered: RenderedLab, state: LabState, hold: set[str]) -> None:
+    def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
+               later: set[str] = frozenset()) -> None:
         topo = rendered.topology
         bridge = topo.bridge[:15]
         (rendered.root / "bridge").write_text(bridge)
         if not Path(f"/sys/class/net/{bridge}").exists():
             ip("link", "add", bridge, "type", "bridge")
         ip("link", "set", bridge, "up")
-        for name in hold:
+        for name in hold | later:
             (rendered.node_dir(name) / HOLD_FILE).write_text("held for a cold start\n")
         proc = subprocess.run([containerlab_binary() or "containerlab", "deploy", "-t",
                                str(rendered.clab_file), "--reconfigure"],

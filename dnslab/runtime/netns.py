@@ -156,7 +156,8 @@ class NetnsRuntime(Runtime):
         prefix = PREFIX + (f"{lab}-" if lab else "")
         return [f"netns {ns}" for ns in list_namespaces() if ns.startswith(prefix)]
 
-    def create(self, rendered: RenderedLab, state: LabState, hold: set[str]) -> None:
+    def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
+               later: set[str] = frozenset()) -> None:
         topo = rendered.topology
         self.prepare_nodes(topo, [n for n in topo.nodes if n not in hold])
         bridge_ns = namespace(topo.name, topo.bridge)
@@ -178,7 +179,7 @@ class NetnsRuntime(Runtime):
         self._apply_sysctls(rendered, state)
         state.save()
         for node in topo.nodes.values():
-            if node.server != "tools" and node.name not in hold:
+            if node.server != "tools" and node.name not in hold | later:
                 self.start_node(state, node.name)
 
     def _apply_sysctls(self, rendered: RenderedLab, state: LabState) -> None:
