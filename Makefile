@@ -75,15 +75,18 @@ dnsload:
 	@scripts/build-dnsload.sh
 
 base-image:
+	@scripts/setup.sh --docker
 	@scripts/make-base-image.sh
 
 dockerd:
+	@scripts/setup.sh --docker
 	@scripts/start-dockerd.sh
 
 dockerd-stop:
 	@scripts/start-dockerd.sh --stop
 
 images:
+	@scripts/setup.sh --docker
 	@scripts/build-images.sh
 
 bench-lab: setup

@@ -4,15 +4,20 @@
 #   scripts/setup.sh            apt packages (when missing) + .venv
 #   scripts/setup.sh --test     also what the test suite needs: Docker, debootstrap, Chromium
 #   scripts/setup.sh --venv     only the virtualenv
+#   scripts/setup.sh --docker   only what `make images` needs: Docker and debootstrap (no venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
-              dnsperf iproute2 procps python3-venv)
+              dnsperf iproute2 procps iptables python3-venv)
 
 # the image smoke tests need a Docker engine and a base image; the report test a browser
 TEST_APT_PACKAGES=(docker.io debootstrap chromium)
-if [[ "${1:-}" == "--test" ]]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
+DOCKER_APT_PACKAGES=(docker.io debootstrap)
+case "${1:-}" in
+  --test) APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}") ;;
+  --docker) APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}") ;;
+esac
 
 need_apt=()
 if [[ "${1:-}" != "--venv" ]]; then
@@ -46,6 +51,8 @@ if (( ${#need_apt[@]} )); then
     done
   fi
 fi
+
+if [[ "${1:-}" == "--docker" ]]; then exit 0; fi
 
 PY=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]] || [[ pyproject.toml -nt .venv/.installed ]]; then

@@ -150,8 +150,15 @@ class LeakCheck:
 
     def __init__(self, lab: Lab):
         self.lab = lab
-        lab.run("resolver", ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!", "-d",
-                             str(LAN), "-m", "comment", "--comment", "dnslab-leak"])
+        try:
+            lab.run("resolver", ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!",
+                                 "-d", str(LAN), "-m", "comment", "--comment", "dnslab-leak"])
+        except LabError as exc:
+            raise LabError("the resolver node cannot count packets leaving the lab: "
+                           + exc.message,
+                           hint="the leak check needs iptables: sudo apt-get install -y "
+                           "iptables (or: make setup); on clab rebuild the unbound image "
+                           "(make images)") from exc
         self.before = self._quiet()
 
     def _quiet(self, timeout: float = 10.0) -> dict[str, dict[str, int]]:

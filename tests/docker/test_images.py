@@ -310,6 +310,10 @@ def test_unbound_resolves_through_lab_root(lab: Lab, tools: str,
     out = answer(lab, tools, ip_of("resolver"), rd=True, container=name)
     f = flags(out)
     assert "ra" in f and "aa" not in f, out
+    # resolver-cache counts packets to non-lab addresses with an iptables rule in this node
+    rule = lab.exec(name, "iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "-j", "ACCEPT")
+    assert rule.returncode == 0, rule.stderr
+    assert "ACCEPT" in lab.exec(name, "iptables", "-w", "-nvxL", "OUTPUT").stdout
     assert_entrypoint_logged(lab, name, "resolver")
     assert_stops_quickly(lab, name)
 
