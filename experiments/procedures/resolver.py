@@ -11,7 +11,9 @@ Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
   `flush_infra all`, `flush_requestlist` over the unix control socket), then one dnsperf pass
   over the `names`-name list (`-n 1 -q <q>`, as in the seed);
 - `cache=warm,outstanding=<q>`: flush, one pass to fill the cache (its figures are kept as
-  `warmup_*`), then the measured pass.
+  `warmup_*`), then the measured run: dnsperf looping over the list for `warm_s` seconds
+  (one pass of 10,000 cached names takes ~0.1 s here, too short a window to compare -q
+  settings), or one pass when `warm_s` is 0.
 Then, when `resperf` is on, `ramp=resperf,cache=cold` and `ramp=resperf,cache=warm`:
 resperf's ramp (`-m resperf_max_qps -r resperf_ramp_s`) against a flushed resolver and
 against one warmed by a pass over the whole list. The cold ramp reads the list once (no
@@ -218,9 +220,11 @@ def _cpu(cell: Cell) -> float | None:
 
 
 def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
-          params: dict[str, Any]) -> dict[str, Any]:
+          params: dict[str, Any], duration_s: float = 0) -> dict[str, Any]:
+    """One dnsperf pass over the list, or `duration_s` seconds looping over it."""
     result = perf.dnsperf(lab, "client", lab.address("resolver"), qfile, cell.path / name,
-                          runs=1, outstanding=q, timeout_s=params["timeout_s"])
+                          runs=None if duration_s else 1, duration_s=duration_s or None,
+                          outstanding=q, timeout_s=params["timeout_s"])
     if not lab.alive("resolver"):
         raise LabError("unbound exited under load", hint=f"its log: {lab.log('resolver')}")
     row = result.row()
@@ -250,7 +254,9 @@ def cache(run: Run) -> None:
                     warm = _pass(lab, cell, dnsperf_list, q, "dnsperf-warmup.txt", params)
                     cell.figures.update({"warmup_qps": warm["qps"],
                                          "warmup_run_time_s": warm["run_time_s"]})
-                cell.figures.update(_pass(lab, cell, dnsperf_list, q, "dnsperf.txt", params))
+                measured_s = float(params["warm_s"]) if state == "warm" else 0
+                cell.figures.update(_pass(lab, cell, dnsperf_list, q, "dnsperf.txt", params,
+                                          measured_s))
                 assert cell.monitors is not None
                 cell.monitors.stop()
                 cell.figures.update({"resolver_cpu_pct": _cpu(cell), "names": params["names"],

@@ -55,8 +55,10 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results):
     figures = cell_figures(run)
     for q in (100, 200, 300):
         cold, warm = figures[f"cache=cold,outstanding={q}"], figures[f"cache=warm,outstanding={q}"]
-        for fig in (cold, warm):
-            assert fig["sent"] == 1000 and fig["rcode_NOERROR"] > 900
+        assert cold["sent"] == 1000 and cold["rcode_NOERROR"] > 900
+        # the measured warm run loops over the 1,000-name list for warm_s (2 s at SCALE=ci)
+        assert warm["sent"] > 1000 and warm["rcode_NOERROR"] > 0.9 * warm["sent"]
+        assert 1.5 <= warm["run_time_s"] <= 3.5
         assert warm["qps"] > cold["qps"]
         assert warm["warmup_qps"] > 0
     for cell_id, fig in figures.items():
