@@ -48,6 +48,21 @@ def _fallback_cells(run: Run) -> list:
     return cells
 
 
+def _in_run_order(cells: list, run_params: dict) -> list:
+    """Cells by server, then records, then tuning, each in the order the experiment's
+    parameters list them (before -> after, untuned -> tuned), not alphabetically; values the
+    parameters do not list come last, in order of first appearance."""
+    keys = (("server", "servers"), ("records", "records"), ("tuning", "tunings"))
+    rank: dict[tuple[str, str], int] = {}
+    for key, plural in keys:
+        for value in run_params.get(plural) or []:
+            rank.setdefault((key, str(value)), len(rank))
+    for cell in cells:
+        for key, _ in keys:
+            rank.setdefault((key, str(cell.params.get(key))), len(rank))
+    return sorted(cells, key=lambda c: tuple(rank[(k, str(c.params.get(k)))] for k, _ in keys))
+
+
 def _fallback_label(cell) -> str:
     return (f"{cell.params.get('server', '?')}, records {cell.params['records']}, "
             f"{cell.params['tuning']}")
@@ -58,7 +73,7 @@ def _fallback_label(cell) -> str:
       caption="Highest stair step with no continuing errors and worst response time < 1 s "
               "(0: not even the first step passed).")
 def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
-    cells = sorted(_fallback_cells(run), key=_fallback_label)
+    cells = _in_run_order(_fallback_cells(run), run.params)
     values = [float(c.figure("capacity_qps") or 0) for c in cells]
     # one short line each for server, records, tuning: side by side panels stay legible
     labels = [f"{c.params.get('server', '?')}\n{c.params['records']}\n{c.params['tuning']}"
@@ -71,7 +86,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
 
 
 def _stair_lines(run: Run, ax: Axes, notes: list[str], column: str) -> None:
-    for i, cell in enumerate(sorted(_fallback_cells(run), key=_fallback_label)):
+    for i, cell in enumerate(_in_run_order(_fallback_cells(run), run.params)):
         try:
             stair = cell.csv("stair.csv", ("offered_qps", column))
         except LabError as exc:
@@ -119,7 +134,7 @@ def stair_tcp_share(run: Run, ax: Axes, notes: list[str]) -> None:
       caption="Solid: UDP receive-buffer errors; dashed: TCP listen-queue overflows, both "
               "read in the server's namespace (what the seed read with netstat -su / -st).")
 def stair_counters(run: Run, ax: Axes, notes: list[str]) -> None:
-    for i, cell in enumerate(sorted(_fallback_cells(run), key=_fallback_label)):
+    for i, cell in enumerate(_in_run_order(_fallback_cells(run), run.params)):
         try:
             stair = cell.csv("stair.csv", ("offered_qps", "udp_rcvbuf_errors",
                                            "listen_overflows"))

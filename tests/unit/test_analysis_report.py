@@ -94,3 +94,22 @@ def test_report_renders_in_headless_chromium(results: Path, tmp_path: Path) -> N
     subprocess.run([*flags, "--window-size=1280,2000", f"--screenshot={shot}", url],
                    capture_output=True, timeout=120, check=True)
     assert shot.stat().st_size > 50_000  # a rendered page, not a blank one
+
+
+def test_fallback_plots_order_cells_as_the_run_did_not_alphabetically() -> None:
+    from types import SimpleNamespace
+
+    from analysis.plots.load import _in_run_order
+
+    # cells come back from the run folder sorted by name (records=after... first)
+    cells = sorted((SimpleNamespace(params={"server": s, "records": r, "tuning": t})
+                    for r in ("before", "after") for s in ("knot", "nsd")
+                    for t in ("untuned", "tuned")), key=lambda c: str(c.params))
+    params = {"servers": ["knot", "nsd"], "records": ["before", "after"],
+              "tunings": ["untuned", "tuned"]}
+    shown = [(c.params["server"], c.params["records"], c.params["tuning"])
+             for c in _in_run_order(cells, params)]
+    assert shown == [("knot", "before", "untuned"), ("knot", "before", "tuned"),
+                     ("knot", "after", "untuned"), ("knot", "after", "tuned"),
+                     ("nsd", "before", "untuned"), ("nsd", "before", "tuned"),
+                     ("nsd", "after", "untuned"), ("nsd", "after", "tuned")]
