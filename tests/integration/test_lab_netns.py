@@ -121,7 +121,11 @@ def _wait_for_namespaces(lab: str, count: int, timeout: float = 20) -> None:
 # A runner that brings the reference lab up but waits on a zone nobody serves, so it is
 # still inside `up` when the signal arrives.
 SLOW_UP = """
+import signal
 import sys
+# a job started in the background by a non-interactive shell inherits SIGINT ignored;
+# Ctrl-C in a terminal is what this stands for, so take the default handler back
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from dnslab import lab, topology
 from dnslab.render import lab_dir, reference_data
 topo = topology.load("reference")
@@ -142,7 +146,12 @@ def test_interrupted_runner_leaves_nothing_after_down(sig):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _wait_for_namespaces("reference", 8)
     runner.send_signal(sig)
-    _out, err = runner.communicate(timeout=30)
+    try:
+        _out, err = runner.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        runner.kill()
+        lab_engine.down("reference")
+        raise
     if sig == signal.SIGINT:
         # Ctrl-C: the runner tears the lab down itself, before `lab down` is even called
         assert runner.returncode == 130 and "interrupted" in err, err
