@@ -19,7 +19,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
   endif
 endif
 
-.PHONY: setup test-setup lab experiment test test-unit test-integration test-docker lint images \
+.PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
         containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload analysis compare runs clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
@@ -74,19 +74,20 @@ containerlab:
 dnsload:
 	@scripts/build-dnsload.sh
 
-base-image:
-	@scripts/setup.sh --docker
+base-image: docker-setup
 	@scripts/make-base-image.sh
 
-dockerd:
-	@scripts/setup.sh --docker
+dockerd: docker-setup
 	@scripts/start-dockerd.sh
+
+# Docker and debootstrap, installed when missing (the image targets need nothing else)
+docker-setup:
+	@scripts/setup.sh --docker
 
 dockerd-stop:
 	@scripts/start-dockerd.sh --stop
 
-images:
-	@scripts/setup.sh --docker
+images: docker-setup
 	@scripts/build-images.sh
 
 bench-lab: setup

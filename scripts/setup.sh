@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
               dnsperf iproute2 procps iptables python3-venv)
 
-# the image smoke tests need a Docker engine and a base image; the report test a browser
-TEST_APT_PACKAGES=(docker.io debootstrap chromium)
+# images need a Docker engine and debootstrap (for a local base); the report test a browser
 DOCKER_APT_PACKAGES=(docker.io debootstrap)
+TEST_APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}" chromium)
 case "${1:-}" in
   --test) APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}") ;;
   --docker) APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}") ;;
