@@ -1,22 +1,41 @@
-"""Claims: a published figure, its source and the tolerance we accept, bound to one pytest test.
+"""Claims: a published figure, the band of the effect, its precondition, bound to one pytest test.
 
 A claim module under `analysis/claims/` writes each finding as a test function:
 
     @claim(
-        "F3.default.tw-ceiling", finding="F3", experiments=("xfr-30k-zones",),
-        title="TIME_WAIT plateaus at the ephemeral port-range ceiling (profile default)",
-        published="TIME_WAIT fills the 28,231-port range (32768-60999)",
-        tolerance="peak TIME_WAIT between {low:.0%} and {high:.0%} of port_range_size",
-        limits={"low": 0.90, "high": 1.05},
+        "F1.capacity-drop", finding="F1", experiments=("tcp-fallback",),
+        title="Untuned capacity halves with the new records",
+        published="stair capacity 24,000 -> 12,000 qps (ratio 0.50)",
+        source="seed 000, results table: capacity row, old vs new records, untuned",
+        effect=TWO_SIDED,
+        tolerance="capacity(after)/capacity(before) = {ratio} +-{band}",
+        precondition="the stair's step is at most {max_step:.0%} of the before capacity",
+        fails_when="the ratio is outside the band: no drop, a drop too small, or a collapse",
+        limits={"ratio": 0.50, "band": 0.15, "max_step": 0.05},
     )
-    def test_tw_ceiling(run, verdict, low, high):
+    def test_capacity_drop(run, verdict, ratio, band, max_step):
         ...
-        verdict.measured = "peak 1,010 = 101 % of 1,000 ports"
-        assert low <= ratio <= high, "TIME_WAIT stayed below the ceiling"
+        require(step <= max_step * before, f"step {step:,} qps = {step / before:.0%} of "
+                f"{before:,} qps", "STAIR_STEP=<5 % of the capacity>")
+        verdict.measured = "3,000 -> 2,000 qps (ratio 0.67)"
+        assert abs(measured - ratio) <= band, f"capacity ratio {measured:.2f}"
+
+Every claim states what a speaker needs to judge it:
+- `published`: the figure, `source`: the seed and where in it;
+- `effect`: TWO_SIDED when the seed gives a number (a band around it: too big an effect fails
+  as well as too small), DIRECTIONAL when the seed gives a trend (a threshold in its direction);
+- `tolerance`: the band or threshold, with the numbers of `limits` filled in;
+- `precondition`: what the run must show before the effect can be judged; unmet, the verdict
+  is "not applicable" with the measured figure and what to change (`require`), never a
+  softened pass;
+- `fails_when`: what measured outcome makes the verdict "not reproduced".
+`kind=CALIBRATION` marks a check of the lab itself (the query mix gives the TCP share it was
+built for, a model behaves as designed, the kernel enforces a limit): reported in a section
+of its own, never counted as a reproduction.
 
 `limits` become test arguments (a one-case `pytest.mark.parametrize`), so the numbers the test
-uses are exactly the numbers printed in the tolerance text. The outcome is read by
-`analysis.runner`: pass = reproduced, AssertionError = not reproduced, `NotApplicable` (or a
+uses are exactly the numbers printed. The outcome is read by `analysis.verdicts`: pass =
+reproduced, AssertionError = not reproduced, `NotApplicable` (`require`, `not_applicable`, or a
 pytest skip) = not applicable, `LabError` = a data error.
 """
 
@@ -25,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -37,6 +56,20 @@ NOT_APPLICABLE = "not_applicable"
 INCOMPLETE = "incomplete"
 ERROR = "error"
 STATUSES = (REPRODUCED, NOT_REPRODUCED, NOT_APPLICABLE, INCOMPLETE, ERROR)
+STATUS_MEANING = {
+    REPRODUCED: "the run met the precondition and the measured effect lies in the band",
+    NOT_REPRODUCED: "the run met the precondition and the effect is absent, reversed or "
+                    "outside the band (the measured value says which)",
+    NOT_APPLICABLE: "the run cannot judge the claim: a precondition is unmet (with the "
+                    "measured figure and what to change) or the run has no such cell",
+    INCOMPLETE: "the run was interrupted; the claim could not be judged on partial data",
+    ERROR: "the run's data are missing or malformed (one line says which file)",
+}
+
+TWO_SIDED = "two-sided"
+DIRECTIONAL = "directional"
+REPRODUCTION = "reproduction"
+CALIBRATION = "calibration"
 
 FINDINGS = {
     "F1": "Mobile core: oversized 3GPP NAPTR answers force TCP fallback (seed 000)",
@@ -53,8 +86,13 @@ class Claim:
     finding: str
     title: str
     published: str
+    source: str
+    effect: str
     tolerance: str
+    precondition: str
+    fails_when: str
     experiments: tuple[str, ...]
+    kind: str = REPRODUCTION
     limits: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
@@ -67,16 +105,24 @@ class Claim:
 REGISTRY: dict[str, Claim] = {}
 
 
-def claim(claim_id: str, *, finding: str, title: str, published: str, tolerance: str,
-          experiments: tuple[str, ...], limits: dict[str, Any] | None = None,
+def claim(claim_id: str, *, finding: str, title: str, published: str, source: str,
+          effect: str, tolerance: str, precondition: str, fails_when: str,
+          experiments: tuple[str, ...], kind: str = REPRODUCTION,
+          limits: dict[str, Any] | None = None,
           note: str = "") -> Callable[[Callable[..., None]], Any]:
     """Register a claim test; see the module docstring."""
     if finding not in FINDINGS:
         raise ValueError(f"unknown finding {finding!r}")
+    if effect not in (TWO_SIDED, DIRECTIONAL):
+        raise ValueError(f"{claim_id}: effect must be {TWO_SIDED!r} or {DIRECTIONAL!r}")
+    if kind not in (REPRODUCTION, CALIBRATION):
+        raise ValueError(f"{claim_id}: kind must be {REPRODUCTION!r} or {CALIBRATION!r}")
     limits = dict(limits or {})
     spec = Claim(id=claim_id, finding=finding, title=title, published=published,
-                 tolerance=tolerance.format(**limits), experiments=tuple(experiments),
-                 limits=limits, note=note)
+                 source=source, effect=effect, tolerance=tolerance.format(**limits),
+                 precondition=precondition.format(**limits),
+                 fails_when=fails_when.format(**limits), experiments=tuple(experiments),
+                 kind=kind, limits=limits, note=note)
 
     def decorate(func: Callable[..., None]) -> Any:
         existing = REGISTRY.get(claim_id)
@@ -105,9 +151,16 @@ class Verdict:
         self.notes.append(text)
 
 
-def not_applicable(reason: str) -> None:
+def not_applicable(reason: str) -> NoReturn:
     """Stop a claim test: the run has no data the claim is about (never silent: it is reported)."""
     raise NotApplicable(reason)
+
+
+def require(met: bool, measured: str, remedy: str) -> None:
+    """A precondition: unmet, the claim is "not applicable" with the measured figure and what
+    to change (more cores, a faster machine, a parameter) - never a softened pass."""
+    if not met:
+        raise NotApplicable(f"precondition unmet: {measured} (to judge it: {remedy})")
 
 
 def fmt_s(value: float | None) -> str:

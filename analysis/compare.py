@@ -69,5 +69,5 @@ def _verdicts(run: Run) -> dict[str, str]:
         data = json.loads(path.read_text()) if path.is_file() else {}
     except json.JSONDecodeError:
         data = {}
-    return {v["claim_id"]: f"{v['status']}: {v.get('measured') or ''}"
+    return {v["claim_id"]: f"{v['status']}: {v.get('measured') or v.get('detail') or ''}"
             for v in data.get("verdicts") or []}

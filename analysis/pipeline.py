@@ -13,24 +13,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analysis import index, plots, report
+from analysis import index, plots, report, stats
 from analysis.rundata import load_run
 from analysis.verdicts import evaluate
 from dnslab.errors import LabError
 
 
-def _existing_summary(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return {}  # rewritten below; the runner's figures are also in each cell.json
-    return data if isinstance(data, dict) else {}
-
-
 def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
     run = load_run(run_dir)
+    derived_errors = []
+    if run.experiment.startswith("tcp-sysctl"):
+        try:
+            stats.write_stats(run)  # the claims quote its post hoc tests
+        except LabError as exc:
+            derived_errors.append(f"stats: {exc.message}")
     verdicts, collect_errors = evaluate(run)
 
     report_dir = run.dir / "report"
@@ -38,7 +34,7 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
         shutil.rmtree(report_dir)  # the folder is the analysis' own output
     rendered = [plots.render(spec, [run], report_dir) for spec in plots.plots_for(run)]
 
-    errors: list[str] = list(collect_errors)
+    errors: list[str] = [*derived_errors, *collect_errors]
     errors += [f"{v['claim_id']}: {v['detail']}" for v in verdicts if v["status"] == "error"]
     for p in rendered:
         if p.error:
@@ -46,14 +42,14 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
         errors += [f"plot {p.name}: {n}" for n in p.notes]
 
     summary_path = run.dir / "summary.json"
-    summary = _existing_summary(summary_path)
-    summary.update({
+    summary: dict[str, Any] = {
         "experiment": run.experiment,
         "run_id": run.run_id,
         "complete": run.complete,
-    })
-    summary.setdefault("cells", {c.id: {"params": c.params, "figures": c.figures}
-                                 for c in run.cells})
+    }
+    summary["schema_version"] = run.meta.get("schema_version", 1)
+    summary["cells"] = {c.id: {"params": c.params, "figures": c.figures, "status": c.status}
+                        for c in run.cells}
     summary["verdicts"] = verdicts
     summary["analysis"] = {
         "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from analysis.claim import FINDINGS, STATUSES
+from analysis.claim import CALIBRATION, FINDINGS, STATUS_MEANING, STATUSES
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
 
@@ -54,22 +54,30 @@ def _compact(value: Any) -> str:
 
 
 def _sysctl_table(run: Run) -> dict[str, Any]:
-    """Rows = sysctl keys, columns = (cell, node); rows whose values differ are flagged."""
+    """Rows = sysctl keys, columns = (cell, node); each value is what the kernel read back,
+    with what the lab requested when that was something else. Rows that differ between
+    columns are flagged, as are values that did not take."""
     columns: list[tuple[str, str]] = []
-    values: dict[str, dict[tuple[str, str], str]] = {}
-    for cell_id, nodes in sorted((run.meta.get("sysctls") or {}).items()):
-        if not isinstance(nodes, dict):
-            continue
-        for node, keys in sorted(nodes.items()):
-            if not isinstance(keys, dict):
-                continue
-            columns.append((cell_id, node))
-            for key, value in keys.items():
-                values.setdefault(key, {})[(cell_id, node)] = str(value)
+    values: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for cell in run.cells:
+        read_back = run.sysctls_for(cell.id)
+        requested = run.sysctls_requested_for(cell.id)
+        for node in sorted(set(read_back) | set(requested)):
+            columns.append((cell.id, node))
+            keys = set(read_back.get(node, {})) | set(requested.get(node, {}))
+            for key in keys:
+                got = read_back.get(node, {}).get(key)
+                asked = requested.get(node, {}).get(key)
+                values.setdefault(key, {})[(cell.id, node)] = {
+                    "value": "not read" if got is None else got, "requested": asked,
+                    "mismatch": asked is not None and got != asked}
     rows = []
     for key in sorted(values):
-        cells = [values[key].get(col, "") for col in columns]
-        rows.append({"key": key, "values": cells, "differs": len(set(cells)) > 1})
+        cells = [values[key].get(col, {"value": "", "requested": None, "mismatch": False})
+                 for col in columns]
+        rows.append({"key": key, "values": cells,
+                     "differs": len({c["value"] for c in cells}) > 1,
+                     "requested": any(c["requested"] is not None for c in cells)})
     return {"columns": columns, "rows": rows}
 
 
@@ -107,7 +115,8 @@ def _topology(run: Run) -> list[dict[str, str]]:
 def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
             report_dir: Path) -> dict[str, Any]:
     verdicts = summary.get("verdicts", [])
-    counts = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
+    counts = {s: sum(1 for v in verdicts if v["status"] == s and v.get("kind") != CALIBRATION)
+              for s in STATUSES}
     notes = {}
     for v in verdicts:
         if v.get("note"):
@@ -123,8 +132,11 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
             item["png"] = p.png.relative_to(report_dir).as_posix()
             item["svg"] = p.svg.relative_to(report_dir).as_posix()
         plot_items.append(item)
+    reproductions = [v for v in verdicts if v.get("kind") != CALIBRATION]
     return {
-        "run": run, "summary": summary, "verdicts": verdicts, "counts": counts,
+        "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
+        "calibrations": [v for v in verdicts if v.get("kind") == CALIBRATION],
+        "status_meaning": STATUS_MEANING,
         "findings": FINDINGS, "notes": notes, "plots": plot_items,
         "environment": _environment(run), "topology": _topology(run),
         "sysctls": _sysctl_table(run),

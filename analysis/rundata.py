@@ -1,12 +1,9 @@
 """Read one run folder (`results/<exp>/<run-id>/`) into typed objects for claims, plots and reports.
 
-Everything the analysis knows about a run comes through here, so a missing or malformed file
-turns into one `LabError` naming the file, never a traceback from deep inside pandas.
-
-Layout read (see docs/architecture.md, "Results"):
-- `meta.json`: experiment, run_id, params, complete, sysctls (per cell and node), ...
-- `cells/<cell-id>/cell.json`: `{"params": {...}, "figures": {...}}`
-- `cells/<cell-id>/monitor/<node>.csv` and experiment-specific CSV files
+Everything the analysis knows about a run comes through here, and this module reads the
+folder only through the results contract (`dnslab.results`: the schema the runner writes),
+so a missing or malformed file, or a run written under an unknown schema version, turns into
+one `LabError` naming the file, never a traceback from deep inside pandas.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from dnslab import results
 from dnslab.errors import LabError
 
 
@@ -28,26 +26,7 @@ class NotApplicable(Exception):
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise LabError(f"missing data file {path}",
-                       hint=f"{what} is written by the experiment runner")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise LabError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise LabError(f"{path} must hold a JSON object")
-    return data
-
-
-def _parse_cell_id(cell_id: str) -> dict[str, Any]:
-    """`profile=default,zones=100` -> params, used only when cell.json has no `params`."""
-    params: dict[str, Any] = {}
-    for part in cell_id.split(","):
-        if "=" in part:
-            key, value = part.split("=", 1)
-            params[key] = value
-    return params
+    return results._load(path, what)
 
 
 def _matches(value: Any, wanted: Any) -> bool:
@@ -67,6 +46,7 @@ class Cell:
     dir: Path
     params: dict[str, Any]
     figures: dict[str, Any]
+    status: str = "complete"
 
     def rel(self, name: str) -> str:
         """Path of a file of this cell relative to the run folder (for messages and links)."""
@@ -120,7 +100,7 @@ class Cell:
                       if p.is_file())
 
     def sysctl(self, node: str, key: str) -> str | None:
-        """A sysctl value read back on a node for this cell (meta.json `sysctls`)."""
+        """A sysctl value read back on a node for this cell."""
         return self.run.sysctls_for(self.id).get(node, {}).get(key)
 
     @property
@@ -173,9 +153,12 @@ class Run:
                 if len({json.dumps(c.params.get(k), sort_keys=True) for c in self.cells}) > 1]
 
     def sysctls_for(self, cell_id: str) -> dict[str, dict[str, str]]:
-        sysctls = self.meta.get("sysctls") or {}
-        value = sysctls.get(cell_id)
-        return value if isinstance(value, dict) else {}
+        """{node: {key: value read back}} for one cell."""
+        return results.cell_sysctls(self.meta, cell_id)
+
+    def sysctls_requested_for(self, cell_id: str) -> dict[str, dict[str, str]]:
+        """{node: {key: value the lab asked for}} for one cell (empty in schema 1 runs)."""
+        return results.cell_sysctls(self.meta, cell_id, "sysctls_requested")
 
     def cells_where(self, **wanted: Any) -> list[Cell]:
         """Cells whose params match every given value (strings may be fnmatch patterns)."""
@@ -226,22 +209,21 @@ class Run:
 
 
 def load_run(path: Path) -> Run:
-    """Load a run folder; raises LabError when it is not one."""
+    """Load a run folder through the results contract; raises LabError when it is not one."""
     path = Path(path)
     if not path.is_dir():
         raise LabError(f"no run folder at {path}",
                        hint="give results/<experiment>/<run-id> (see `python -m analysis runs`)")
-    meta = read_json(path / "meta.json", "meta.json")
+    meta = results.read_meta(path)
     run = Run(dir=path.resolve(), meta=meta)
-    cells_dir = path / "cells"
-    if cells_dir.is_dir():
-        for cell_dir in sorted(p for p in cells_dir.iterdir() if p.is_dir()):
-            cell_json = cell_dir / "cell.json"
-            raw = read_json(cell_json, "cell.json") if cell_json.exists() else {}
-            params = raw.get("params")
-            if not isinstance(params, dict):
-                params = _parse_cell_id(cell_dir.name)
-            figures = raw.get("figures") if isinstance(raw.get("figures"), dict) else {}
-            run.cells.append(Cell(run=run, id=cell_dir.name, dir=cell_dir,
-                                  params=params, figures=figures))
+    for cell_id, entry in (meta.get("cells") or {}).items():
+        entry = entry if isinstance(entry, dict) else {}
+        cell_dir = path / str(entry.get("path") or f"{results.CELLS}/"
+                                                   f"{results.cell_dirname(cell_id)}")
+        raw = results.read_cell(cell_dir) or {}
+        params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
+        figures = raw.get("figures") if isinstance(raw.get("figures"), dict) else {}
+        status = str(raw.get("status") or entry.get("status") or "interrupted")
+        run.cells.append(Cell(run=run, id=cell_id, dir=cell_dir.resolve(), params=params,
+                              figures=figures, status=status))
     return run

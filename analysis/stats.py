@@ -13,14 +13,14 @@ run-to-run spread of dnsperf hides most effects; the same sequence is here:
   medians, Cliff's delta and Hedges' g as effect sizes;
 - `compare`: all of it for one measure, and the list of groups that differ significantly.
 
-`read_trials(run_dir)` loads the `trials.csv` files of a tcp-sysctl run into that frame.
+`read_trials(run)` loads the `trials.csv` files of a tcp-sysctl run into that frame and
+`write_stats(run)` writes the run's `stats.json` (the analysis does, never the procedure).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,8 @@ import pandas as pd
 import scikit_posthocs as sp
 from scipy import stats
 from statsmodels.stats.multicomp import pairwise_tukeyhsd
+
+from analysis.rundata import Run
 
 ALPHA = 0.05
 
@@ -165,17 +167,36 @@ def compare(df: pd.DataFrame, group: str, value: str, control: str,
     return Comparison(value, control, kw, post, spread(df, group, value), differs)
 
 
-def read_trials(run_dir: Path) -> pd.DataFrame:
-    """Every `cells/*/trials.csv` of a run, with the cell's params as columns."""
+def read_trials(run: Run) -> pd.DataFrame:
+    """Every cell's `trials.csv` of a run, with the cell's scalar params as columns."""
     frames = []
-    for cell_json in sorted(Path(run_dir).glob("cells/*/cell.json")):
-        trials = cell_json.parent / "trials.csv"
-        if not trials.exists():
+    for cell in run.cells:
+        if not cell.has("trials.csv"):
             continue
-        frame = pd.read_csv(trials)
-        params = json.loads(cell_json.read_text()).get("params", {})
-        for key, val in params.items():
+        frame = cell.csv("trials.csv").copy()
+        for key, val in cell.params.items():
             if isinstance(val, str | int | float) and key not in frame.columns:
                 frame[key] = val
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def write_stats(run: Run) -> dict[str, Any]:
+    """`stats.json` of a tcp-sysctl run: per load and measure, Kruskal-Wallis over every
+    profile cell, then Dunn's and Tukey's tests against the control (the first profile)."""
+    frame = read_trials(run)
+    if frame.empty or "load_pct" not in frame.columns or "profile" not in frame.columns:
+        return {}
+    frame = frame[frame["load_pct"].notna()]  # the capacity cell's trials have no load
+    profiles = list(run.params.get("profiles") or []) or sorted(frame["profile"].unique())
+    control = "default" if "default" in profiles else str(profiles[0])
+    out: dict[str, Any] = {"control": control}
+    for load, part in frame.groupby("load_pct"):
+        key = f"l{int(load)}"
+        out[key] = {}
+        if part["profile"].nunique() < 2:
+            continue
+        for measure in ("qps", "avg_latency_ms"):
+            out[key][measure] = compare(part, "profile", measure, control).to_dict()
+    (run.dir / "stats.json").write_text(json.dumps(out, indent=1, default=str))
+    return out

@@ -4,7 +4,8 @@
 - gives the tests the `run` (an `analysis.rundata.Run`) and `verdict` fixtures,
 - deselects claims whose `experiments` do not cover the run's experiment,
 - turns each test's outcome into one verdict dict:
-  {claim_id, finding, title, status, published, measured, tolerance, detail}.
+  {claim_id, finding, kind, title, status, published, source, effect, tolerance,
+   precondition, fails_when, measured, detail, note}.
 An interrupted run (meta.json `complete: false`) never yields "not reproduced": a claim
 that fails on partial data is "incomplete".
 """
@@ -109,11 +110,16 @@ class ClaimsPlugin:
         self.verdicts[spec.id] = {
             "claim_id": spec.id,
             "finding": spec.finding,
+            "kind": spec.kind,
             "title": spec.title,
             "status": status,
             "published": spec.published,
+            "source": spec.source,
+            "effect": spec.effect,
             "measured": record.measured if record else None,
             "tolerance": spec.tolerance,
+            "precondition": spec.precondition,
+            "fails_when": spec.fails_when,
             "detail": "; ".join([d for d in [detail, *notes] if d]),
             "note": spec.note,
         }

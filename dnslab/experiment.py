@@ -6,17 +6,18 @@ parameters with their defaults, a `ci` scale that finishes in under two minutes,
 findings its analysis checks. Parameters are overridden as `KEY=VALUE` (`ZONES=10000`,
 `SECONDARY=knot`, `PROFILE=default,wide-ports`).
 
-Every run gets a folder `results/<exp>/<run-id>/` that is never reused: `meta.json` (what ran,
-where, with which versions, sysctls read back per cell and node), one folder per cell with
-its raw data, and `summary.json`. A run that is interrupted keeps what it measured and is
-marked `complete: false`; its lab is torn down either way (unless KEEP=1).
+Every run gets a folder `results/<exp>/<run-id>/` that is never reused, written only through
+the results contract (`dnslab.results`): `meta.json` (what ran, where, with which versions,
+sysctls requested and read back per cell and node) and one folder per cell with its raw data.
+A run that is interrupted keeps what it measured and is marked `complete: false`; its lab is
+torn down either way (unless KEEP=1). The runner does not analyse: `dnslab experiment run`
+hands the finished folder to `python -m analysis run`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib
-import json
 import os
 import platform
 import secrets
@@ -36,6 +37,7 @@ from dnslab import paths
 from dnslab.errors import LabError
 from dnslab.monitor import Monitors
 from dnslab.render import LabData
+from dnslab.results import RunWriter
 from dnslab.sysctl import Profile, load_profile
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS"}
@@ -184,13 +186,13 @@ class Cell:
                 shutil.copytree(logs, self.path / "logs", dirs_exist_ok=True)
             raise
         self.run.meta["runtime"] = self.lab.runtime.name
-        self.run.meta["cells"][self.cell_id]["sysctls"] = {
-            name: node.sysctls for name, node in self.lab.state.nodes.items()}
-        refused = {name: node.sysctls_refused for name, node in self.lab.state.nodes.items()
-                   if node.sysctls_refused}
-        if refused:
-            self.run.meta["cells"][self.cell_id]["sysctls_refused"] = refused
-        self.run.save_meta()
+        nodes = self.lab.state.nodes
+        self.run.writer.record_sysctls(
+            self.cell_id,
+            read_back={name: node.sysctls for name, node in nodes.items()},
+            requested={name: node.sysctls_requested for name, node in nodes.items()},
+            refused={name: node.sysctls_refused for name, node in nodes.items()
+                     if node.sysctls_refused})
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
@@ -202,9 +204,7 @@ class Cell:
         return self.monitors
 
     def write_json(self) -> None:
-        (self.path / "cell.json").write_text(json.dumps(
-            {"cell_id": self.cell_id, "params": self.params, "figures": self.figures,
-             "status": self.status}, indent=1, default=str))
+        self.run.writer.write_cell(self.cell_id, self.figures, self.status)
 
 
 class Run:
@@ -217,23 +217,22 @@ class Run:
         self.runtime = runtime
         self.keep = keep
         self.run_id = new_run_id()
-        self.path = paths.RESULTS / spec.name / self.run_id
-        self.path.mkdir(parents=True, exist_ok=False)
-        self.cells: list[Cell] = []
-        topo_file = lab_engine.topology.find_lab(spec.topology)
-        shutil.copy(topo_file, self.path / topo_file.name)
-        shutil.copy(spec.path, self.path / spec.path.name)
-        self.meta: dict[str, Any] = {
-            "experiment": spec.name, "run_id": self.run_id, "description": spec.description,
+        self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
+            "description": spec.description,
             "findings": spec.findings, "params": params, "scale": scale or "full",
             "runtime": runtime, "topology": _topology_meta(spec.topology),
             "kernel": platform.release(), "machine": {
                 "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
                 "python": platform.python_version()},
             "versions": _versions(), "git": _git_revision(), "command": command,
-            "started": _now(), "ended": None, "complete": False, "cells": {},
-        }
-        self.save_meta()
+            "started": _now(),
+        })
+        self.path = self.writer.dir
+        self.meta = self.writer.meta
+        self.cells: list[Cell] = []
+        topo_file = lab_engine.topology.find_lab(spec.topology)
+        shutil.copy(topo_file, self.path / topo_file.name)
+        shutil.copy(spec.path, self.path / spec.path.name)
 
     def prepare_nodes(self, nodes: list[str]) -> None:
         """Check before the first cell that these nodes can start on the run's runtime (an
@@ -246,7 +245,7 @@ class Run:
             self.save_meta()
 
     def save_meta(self) -> None:
-        (self.path / "meta.json").write_text(json.dumps(self.meta, indent=1, default=str))
+        self.writer.save_meta()
 
     def profile(self, name: str) -> Profile:
         profile = load_profile(name)
@@ -260,13 +259,8 @@ class Run:
     @contextmanager
     def cell(self, cell_id: str, params: dict[str, Any]) -> Iterator[Cell]:
         """Run one cell: its lab is torn down on the way out, whatever happened inside."""
-        safe = cell_id.replace("/", "_").replace(" ", "")
-        cell = Cell(self, cell_id, params, self.path / "cells" / safe)
-        cell.path.mkdir(parents=True, exist_ok=False)
+        cell = Cell(self, cell_id, params, self.writer.start_cell(cell_id, params, _now()))
         self.cells.append(cell)
-        self.meta["cells"][cell_id] = {"params": params, "path": f"cells/{safe}",
-                                       "started": _now()}
-        self.save_meta()
         try:
             yield cell
             cell.status = "complete"
@@ -283,17 +277,10 @@ class Run:
                 if not (self.keep and cell.status == "complete"):
                     lab_engine.down(cell.lab.name)
             cell.write_json()
-            self.meta["cells"][cell_id].update({"ended": _now(), "status": cell.status})
-            self.save_meta()
+            self.writer.end_cell(cell_id, _now(), cell.status)
 
     def finish(self, complete: bool) -> None:
-        self.meta["ended"] = _now()
-        self.meta["complete"] = complete
-        self.save_meta()
-        summary = {"experiment": self.spec.name, "run_id": self.run_id, "complete": complete,
-                   "cells": {c.cell_id: {"params": c.params, "figures": c.figures,
-                                         "status": c.status} for c in self.cells}}
-        (self.path / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        self.writer.finish(_now(), complete)
 
 
 def _topology_meta(name: str) -> dict[str, Any]:
@@ -341,7 +328,7 @@ def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
 
 
 def run_experiment(name: str, args: list[str], command: list[str] | None = None) -> Run:
-    """Run an experiment end to end and analyse it; returns the finished Run."""
+    """Run an experiment end to end (no analysis: see `dnslab.commands.experiment`)."""
     overrides = parse_overrides(args)
     runtime = overrides.pop("RUNTIME", os.environ.get("RUNTIME", "auto")) or "auto"
     keep = overrides.pop("KEEP", os.environ.get("KEEP", "")) in ("1", "yes", "true")
@@ -370,27 +357,4 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         complete = True
     finally:
         run.finish(complete)
-    analyse(run)
     return run
-
-
-def analyse(run: Run) -> None:
-    """Hand the run to the analysis layer (verdicts, plots, report)."""
-    try:
-        from analysis import run_analysis
-    except ImportError:
-        print("analysis: the analysis package is not installed", file=sys.stderr)
-        return
-    try:
-        result = run_analysis(run.path)
-    except LabError:
-        raise
-    except Exception as exc:  # the run's data stay; the analysis can be re-run on them
-        print(f"analysis failed: {exc!r} (hint: make analysis RUN={run.path})", file=sys.stderr)
-        return
-    report = run.path / "report" / "report.html"
-    if isinstance(result, dict):
-        for verdict in result.get("verdicts", []):
-            print(f"  {verdict.get('status', '?'):<16} {verdict.get('finding', '')} "
-                  f"{verdict.get('title', verdict.get('claim_id', ''))}", file=sys.stderr)
-    print(f"report: {report}", file=sys.stderr)

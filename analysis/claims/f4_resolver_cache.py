@@ -1,54 +1,88 @@
 """F4 claims (caching resolver under dnsperf, seed 003).
 
 Data read from `resolver-cache*` runs: one cell per (cache, outstanding), params `cache` =
-`cold` | `warm` and `outstanding` (dnsperf -q); `cell.json` figure `qps` (dnsperf's
-queries per second).
+`cold` | `warm` and `outstanding` (dnsperf -q); `cell.json` figures from dnsperf's output:
+`qps`, `sent`, `lost`, `avg_latency_ms`, `rcode_SERVFAIL`.
+
+Both effects come from the wide area: cold queries wait for round trips to distant servers,
+and even a warm pass is held back by the slow and failing tail (SERVFAIL, lost queries) that
+occupies dnsperf's outstanding-query slots. A lab whose emulated internet answers in
+microseconds, or has no such tail, cannot show them: "not applicable", with the figure.
 """
 
 from __future__ import annotations
 
-from analysis.claim import Verdict, claim, not_applicable
-from analysis.rundata import Run
+from analysis.claim import DIRECTIONAL, TWO_SIDED, Verdict, claim, not_applicable, require
+from analysis.rundata import Cell, Run
 
 EXPERIMENTS = ("resolver-cache",)
+SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
 
 
-def _by_q(run: Run, cache: str) -> dict[int, float]:
-    return {int(c.params["outstanding"]): float(c.figure("qps"))
+def _by_q(run: Run, cache: str) -> dict[int, Cell]:
+    return {int(c.params["outstanding"]): c
             for c in run.cells_where(cache=cache) if "outstanding" in c.params}
+
+
+def _qps(cell: Cell) -> float:
+    return float(cell.figure("qps"))
 
 
 @claim(
     "F4.warm-over-cold", finding="F4", experiments=EXPERIMENTS,
-    title="A warm cache answers at least twice as fast as a cold one, at every -q",
+    title="A warm cache answers 2-4x faster than a cold one, at every -q",
     published="warm/cold 1,204/290 = 4.2x (-q 100), 1,463/630 = 2.3x (-q 200), "
               "1,710/563 = 3.0x (-q 300)",
-    tolerance="qps(warm)/qps(cold) >= {min_ratio} at every outstanding-query setting",
-    limits={"min_ratio": 2.0},
+    source=SOURCE, effect=TWO_SIDED,
+    tolerance="qps(warm)/qps(cold) between {low}x and {high}x at every -q",
+    precondition="the cold pass sees wide-area latency: average latency >= {min_cold_ms} ms "
+                 "(the seed: 230-407 ms)",
+    fails_when="the warm cache gains less than {low}x, or more than {high}x (no upstream "
+               "tail holding the warm pass back)",
+    limits={"low": 1.5, "high": 6.0, "min_cold_ms": 20.0},
 )
-def test_warm_over_cold(run: Run, verdict: Verdict, min_ratio: float) -> None:
+def test_warm_over_cold(run: Run, verdict: Verdict, low: float, high: float,
+                        min_cold_ms: float) -> None:
     cold, warm = _by_q(run, "cold"), _by_q(run, "warm")
     common = sorted(set(cold) & set(warm))
     if not common:
         not_applicable("no -q value measured both cold and warm")
-    ratios = {q: warm[q] / cold[q] for q in common}
+    latency = min(float(cold[q].figure("avg_latency_ms")) for q in common)
+    require(latency >= min_cold_ms,
+            f"cold average latency {latency:,.1f} ms: the emulated internet is too close",
+            "WAN delay on the emulated internet's links")
+    ratios = {q: _qps(warm[q]) / _qps(cold[q]) for q in common}
     verdict.measured = ", ".join(f"-q {q}: {r:.2f}x" for q, r in ratios.items())
-    worst = min(ratios, key=lambda q: ratios[q])
-    assert ratios[worst] >= min_ratio, f"only {ratios[worst]:.2f}x at -q {worst}"
+    off = [q for q, r in ratios.items() if not low <= r <= high]
+    assert not off, ", ".join(f"{ratios[q]:.2f}x at -q {q}" for q in off)
 
 
 @claim(
     "F4.warm-scales-with-q", finding="F4", experiments=EXPERIMENTS,
     title="Warm cache: more outstanding queries give more qps",
-    published="warm: 1,204 (-q 100) -> 1,463 (-q 200) -> 1,710 qps (-q 300)",
-    tolerance="each larger -q gives >= {min_step:.0%} of the previous warm qps",
-    limits={"min_step": 0.95},
+    published="warm: 1,204 (-q 100) -> 1,463 (-q 200) -> 1,710 qps (-q 300): +22 %, +17 %",
+    source=SOURCE, effect=DIRECTIONAL,
+    tolerance="each larger -q gives >= {min_gain:.0%} more warm qps than the previous one",
+    precondition="the warm pass has a slow or failing tail: SERVFAIL + lost >= "
+                 "{min_tail:.1%} of the queries (the seed: 1.1-2.0 %)",
+    fails_when="warm qps stays flat or falls as -q grows",
+    limits={"min_gain": 0.05, "min_tail": 0.005},
 )
-def test_warm_scales(run: Run, verdict: Verdict, min_step: float) -> None:
+def test_warm_scales(run: Run, verdict: Verdict, min_gain: float, min_tail: float) -> None:
     warm = _by_q(run, "warm")
     if len(warm) < 2:
         not_applicable("fewer than two -q values with a warm cache")
     qs = sorted(warm)
-    verdict.measured = " -> ".join(f"{warm[q]:,.0f} (-q {q})" for q in qs)
+    tails = {}
+    for q in qs:
+        cell = warm[q]
+        sent = float(cell.figure("sent"))
+        bad = float(cell.figure("lost")) + float(cell.figure("rcode_SERVFAIL", optional=True) or 0)
+        tails[q] = bad / sent if sent else 0.0
+    require(min(tails.values()) >= min_tail,
+            f"warm tail (SERVFAIL + lost) {min(tails.values()):.2%} of queries",
+            "slow and failing names in the emulated internet")
+    verdict.measured = " -> ".join(f"{_qps(warm[q]):,.0f} (-q {q})" for q in qs)
     for a, b in zip(qs, qs[1:], strict=False):
-        assert warm[b] >= min_step * warm[a], f"qps fell from -q {a} to -q {b}"
+        assert _qps(warm[b]) >= (1 + min_gain) * _qps(warm[a]), (
+            f"warm qps from -q {a} to -q {b}: {_qps(warm[b]) / _qps(warm[a]) - 1:+.0%}")

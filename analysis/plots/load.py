@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import PercentFormatter
 
-from analysis import style
+from analysis import derived, style
 from analysis.plots import plot
 from analysis.rundata import NotApplicable, Run
 from dnslab.errors import LabError
@@ -74,7 +74,7 @@ def _fallback_label(cell) -> str:
               "(0: not even the first step passed).")
 def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = _in_run_order(_fallback_cells(run), run.params)
-    values = [float(c.figure("capacity_qps") or 0) for c in cells]
+    values = [derived.stair(c).capacity or 0.0 for c in cells]
     # one short line each for server, records, tuning: side by side panels stay legible
     labels = [f"{c.params.get('server', '?')}\n{c.params['records']}\n{c.params['tuning']}"
               for c in cells]
@@ -278,7 +278,9 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
         raise NotApplicable("no profile cells")
     for i, cell in enumerate(cells):
         profile = str(cell.params["profile"])
-        values = [float(v) for v in cell.figure("qps_trials_l100", optional=True) or []]
+        trials = cell.csv("trials.csv", ("load_pct", "qps")) if cell.has("trials.csv") else None
+        values = ([] if trials is None else
+                  [float(v) for v in trials.loc[trials["load_pct"] == 100, "qps"]])
         if not values:
             notes.append(f"{cell.label}: no trials at 100 % load")
             continue

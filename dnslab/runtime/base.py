@@ -29,7 +29,8 @@ class NodeState:
     log: str
     pid: int | None = None
     health: str = ""  # the zone whose SOA answer proves the node works
-    sysctls: dict[str, str] = field(default_factory=dict)
+    sysctls: dict[str, str] = field(default_factory=dict)  # read back from the kernel
+    sysctls_requested: dict[str, str] = field(default_factory=dict)  # what the lab asked for
     # host-wide keys the node asked for but did not get (ALLOW_HOST_SYSCTLS not set)
     sysctls_refused: dict[str, str] = field(default_factory=dict)
 

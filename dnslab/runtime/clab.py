@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from dnslab import paths
+from dnslab import paths, sysctl
 from dnslab.errors import LabError
 from dnslab.netns import ip
 from dnslab.render import RenderedLab
@@ -104,8 +104,10 @@ class ClabRuntime(Runtime):
             pid = info["State"]["Pid"]
             state.nodes[node.name].netns = f"/proc/{pid}/ns/net"
             state.nodes[node.name].pid = pid
-            state.nodes[node.name].sysctls = {
-                k: v for k, v in (info["HostConfig"].get("Sysctls") or {}).items()}
+            requested = dict(info["HostConfig"].get("Sysctls") or {})
+            state.nodes[node.name].sysctls_requested = requested
+            read_back = sysctl.read_in_netns(f"/proc/{pid}/ns/net", sorted(requested))
+            state.nodes[node.name].sysctls = {k: v for k, v in read_back.items() if v is not None}
             state.nodes[node.name].log = f"docker logs {container(topo.name, node.name)}"
         state.save()
 

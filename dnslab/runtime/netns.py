@@ -187,6 +187,7 @@ class NetnsRuntime(Runtime):
         for node in rendered.topology.nodes.values():
             ns = state.nodes[node.name].netns
             wanted = {**BASE_SYSCTLS, **node_sysctls(rendered, node)}
+            state.nodes[node.name].sysctls_requested = dict(sorted(wanted.items()))
             per_ns, host_wide = sysctl.split_host_wide(ns, list(wanted))
             if host_wide and not allow_host:
                 # refused, never silently: recorded with the node and said once here

@@ -24,15 +24,12 @@ namespace's counter increases over the trial `listen_overflows`, `listen_drops`,
 `qps_trials_l<L>`, `avg_latency_ms_trials_l<L>`, `failures_per_s_l<L>`,
 `listen_overflows_l<L>` (sum over trials), `target_qps_l<L>`; plus `capacity_qps`, `trials`.
 
-After the last cell the run gets `stats.json` (analysis.stats.compare per load and measure,
-control = the first profile, normally `default`): `{"l<L>": {"qps": {...}, "avg_latency_ms":
-{...}}}` with Kruskal-Wallis, Dunn (Holm) and Tukey p-values, effect sizes and the per-profile
-spread; `read_trials(run_dir)` in analysis.stats reloads the trials as one frame.
+The statistics (Kruskal-Wallis, Dunn, Tukey per load and measure) are the analysis's:
+`analysis.stats.write_stats` writes the run's `stats.json` from these trials.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +157,6 @@ def trials(run: Run) -> None:
                     rows.append(row)
                     perf.write_rows(cell.path / "trials.csv", rows)
             cell.figures.update(_figures(rows, loads, capacity))
-    write_stats(run)
 
 
 def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> dict[str, Any]:
@@ -178,24 +174,3 @@ def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> d
             f"listen_overflows_l{load}": sum(r["listen_overflows"] for r in mine),
         })
     return figures
-
-
-def write_stats(run: Run) -> dict[str, Any]:
-    """`stats.json`: the F5 statistics per load and measure over every profile cell."""
-    from analysis import stats
-
-    frame = stats.read_trials(run.path)
-    if frame.empty or "load_pct" not in frame.columns:
-        return {}
-    frame = frame[frame["load_pct"].notna()]
-    control = run.params["profiles"][0]
-    out: dict[str, Any] = {"control": control}
-    for load, part in frame.groupby("load_pct"):
-        key = f"l{int(load)}"
-        out[key] = {}
-        if part["profile"].nunique() < 2:
-            continue
-        for measure in ("qps", "avg_latency_ms"):
-            out[key][measure] = stats.compare(part, "profile", measure, control).to_dict()
-    (run.path / "stats.json").write_text(json.dumps(out, indent=1, default=str))
-    return out

@@ -1,12 +1,15 @@
-"""Shared by the experiment integration tests: a results folder of their own, and the figures
-of every cell of a finished run."""
+"""Shared by the experiment integration tests: a results folder of their own, the figures of
+every cell of a finished run (read through the results contract), and the run's analysis,
+checked against the run's own data."""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import pytest
 
+from analysis import run_analysis
+from analysis.rundata import load_run
 from dnslab import experiment, paths
 
 
@@ -19,8 +22,36 @@ def results(tmp_path, monkeypatch):
 
 def cell_figures(run: experiment.Run) -> dict[str, dict]:
     """cell id -> figures of a run that completed with every cell complete."""
-    summary = json.loads((run.path / "summary.json").read_text())
-    assert summary["complete"] is True
-    for cell in summary["cells"].values():
-        assert cell["status"] == "complete"
-    return {cid: cell["figures"] for cid, cell in summary["cells"].items()}
+    loaded = load_run(run.path)
+    assert loaded.complete is True
+    for cell in loaded.cells:
+        assert cell.status == "complete", cell.id
+    return {cell.id: cell.figures for cell in loaded.cells}
+
+
+def analysed(run: experiment.Run) -> dict[str, Any]:
+    """Analyse a real run folder and check what a speaker relies on: claims were judged on
+    this run's data (no data errors; every judged verdict says what it measured, every
+    not-applicable one why), and the report shows, per cell and node, the sysctls read back."""
+    summary = run_analysis(run.path, update_index=False)
+    assert summary["analysis"]["errors"] == [], summary["analysis"]["errors"]
+    assert summary["verdicts"], "no claim covers this experiment"
+    for v in summary["verdicts"]:
+        assert v["status"] != "error", v
+        if v["status"] in ("reproduced", "not_reproduced"):
+            assert v["measured"], v
+        else:
+            assert v["detail"], v
+    loaded = load_run(run.path)
+    html = (run.path / "report" / "report.html").read_text()
+    assert "Sysctls requested and read back" in html
+    for cell in loaded.cells:
+        if "sysctls" not in loaded.meta["cells"][cell.id]:
+            continue  # a cell that brought no lab up (a model, a simulation)
+        read_back = loaded.sysctls_for(cell.id)
+        assert any(read_back.values()), f"cell {cell.id}: no sysctls read back"
+        for node, keys in loaded.sysctls_requested_for(cell.id).items():
+            for key in keys:
+                assert key in read_back.get(node, {}), f"{cell.id}/{node}: {key} not read back"
+                assert key in html
+    return summary

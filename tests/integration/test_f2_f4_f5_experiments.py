@@ -14,7 +14,7 @@ import json
 import pytest
 
 from dnslab import experiment
-from tests.integration.conftest import cell_figures
+from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
 
@@ -26,6 +26,7 @@ def rows(path) -> list[dict[str, str]]:
 
 def test_dnsdist_refuses_the_flood_in_every_variant(results):
     run = experiment.run_experiment("dnsdist-listeners", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     figures = cell_figures(run)
     assert set(figures) == {"variant=ceiling", "variant=untuned", "variant=tuned"}
     for cell_id, fig in figures.items():
@@ -52,6 +53,7 @@ def test_dnsdist_refuses_the_flood_in_every_variant(results):
 
 def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results):
     run = experiment.run_experiment("resolver-cache", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     figures = cell_figures(run)
     for q in (100, 200, 300):
         cold, warm = figures[f"cache=cold,outstanding={q}"], figures[f"cache=warm,outstanding={q}"]
@@ -79,6 +81,7 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results):
 
 def test_tcp_sysctl_trials_and_statistics(results):
     run = experiment.run_experiment("tcp-sysctl", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     figures = cell_figures(run)
     capacity = figures["phase=capacity"]["capacity_qps"]
     assert capacity > 100

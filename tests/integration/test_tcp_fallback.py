@@ -16,13 +16,14 @@ import subprocess
 import pytest
 
 from dnslab import experiment, paths
-from tests.integration.conftest import cell_figures
+from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
 
 
 def test_bind_stair_measures_the_tcp_share_the_answers_predict(results):
     run = experiment.run_experiment("tcp-fallback", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     figures = cell_figures(run)
     assert set(figures) == {f"server=bind,records={r},tuning={t}"
                             for r in ("before", "after") for t in ("untuned", "tuned")}
@@ -72,6 +73,7 @@ def test_knot_and_nsd_add_nothing_for_naptr(results):
     run = experiment.run_experiment("tcp-fallback", [
         "SCALE=ci", "RUNTIME=netns", "SERVERS=knot,nsd", "RECORDS=after", "TUNINGS=untuned",
         "STAIR_STOP=200"])
+    analysed(run)
     figures = cell_figures(run)
     for server in ("knot", "nsd"):
         f = figures[f"server={server},records=after,tuning=untuned"]
@@ -86,6 +88,7 @@ def test_knot_and_nsd_add_nothing_for_naptr(results):
 
 def test_cache_curve_rises_once_records_exceed_the_cache(results):
     run = experiment.run_experiment("tcp-fallback-cache", ["SCALE=ci"])
+    analysed(run)
     figures = cell_figures(run)
     for dist in ("uniform", "zipf"):
         f = figures[f"dist={dist}"]
@@ -115,6 +118,7 @@ def test_bind916_from_its_image_fills_the_additional_section(results, bind916_im
     run = experiment.run_experiment("tcp-fallback", [
         "SCALE=ci", "RUNTIME=netns", "SERVERS=bind916", "RECORDS=before", "TUNINGS=tuned",
         "STAIR_STOP=200"])
+    analysed(run)
     f = cell_figures(run)["server=bind916,records=before,tuning=tuned"]
     assert f["server_version"].startswith("9.16."), f["server_version"]
     assert f["tac_udp_truncated"] is True

@@ -12,13 +12,14 @@ import json
 import pytest
 
 from dnslab import experiment
-from tests.integration.conftest import cell_figures
+from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
 
 
 def test_bind_secondary_runs_out_of_ports_only_with_the_default_range(results):
     run = experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     figures = cell_figures(run)
     default = figures["profile=default"]
     assert default["port_range_size"] == 200
@@ -42,6 +43,7 @@ def test_knot_secondary_hits_the_same_wall(results):
     run = experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns",
                                                       "SECONDARY=knot",
                                                       "PROFILE=default,wide-ports"])
+    analysed(run)
     figures = cell_figures(run)
     assert figures["profile=default"]["connect_failures"] > 0
     assert figures["profile=default"]["tw_peak"] >= 190
@@ -52,6 +54,7 @@ def test_knot_secondary_hits_the_same_wall(results):
 def test_tld_transfer_repeats_into_a_cold_secondary(results):
     run = experiment.run_experiment("xfr-tld", ["SCALE=ci", "RUNTIME=netns",
                                                 "SECONDARIES=bind"])
+    analysed(run)
     figures = cell_figures(run)["secondary=bind"]
     assert figures["completed"] == figures["repetitions"] == 3
     assert figures["records"] >= 20000 and figures["messages"] > 1
@@ -60,6 +63,7 @@ def test_tld_transfer_repeats_into_a_cold_secondary(results):
 
 def test_smallest_zone_delay_is_measured_on_one_clock(results):
     run = experiment.run_experiment("xfr-smallest", ["SCALE=ci", "RUNTIME=netns"])
+    analysed(run)
     for figures in cell_figures(run).values():
         assert figures["completed"] == 3
         assert all(d > 0 for d in figures["delays_s"])  # one clock: never negative

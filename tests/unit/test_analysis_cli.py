@@ -11,16 +11,14 @@ from pathlib import Path
 import pytest
 
 from analysis import index, run_analysis
+from tests.fixtures.runs import build_standard
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "results"
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
-    root = tmp_path / "results"
-    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("*.py"))
-    return root
+    return build_standard(tmp_path / "results")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -76,6 +74,6 @@ def test_compare_draws_side_by_side(results: Path, tmp_path: Path) -> None:
         "time_wait.png", "zones_served.png", "connect_failures.png"}
     md = (folder / "compare.md").read_text()
     assert "| F3.default.connect-failures | reproduced:" in md
-    assert "not_reproduced: 0 connect failures" in md
+    assert "not_applicable: precondition unmet" in md
     proc = cli("compare", "--results", str(results), a, "xfr-tld/20250105T000000Z-tld")
     assert proc.returncode == 2 and proc.stderr.startswith("error: no plot applies")

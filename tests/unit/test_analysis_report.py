@@ -11,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from analysis import run_analysis
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "results"
+from tests.fixtures.runs import build_standard
 
 
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
-    root = tmp_path / "results"
-    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("*.py"))
-    return root
+    return build_standard(tmp_path / "results")
 
 
 def test_run_analysis_writes_summary_plots_and_report(results: Path) -> None:
@@ -30,7 +27,8 @@ def test_run_analysis_writes_summary_plots_and_report(results: Path) -> None:
     assert len(summary["verdicts"]) == 7
     assert set(summary["verdicts"][0]) >= {"claim_id", "finding", "title", "status",
                                            "published", "measured", "tolerance", "detail"}
-    assert summary["cells"]["profile=default"]["figures"]["connect_failures"] == 100
+    assert summary["cells"]["profile=default"]["figures"]["zones"] == 150
+    assert summary["schema_version"] == 2
     for name in ("time_wait", "zones_served", "connect_failures"):
         assert (run / "report" / f"{name}.png").stat().st_size > 10_000
         assert "<svg" in (run / "report" / f"{name}.svg").read_text()

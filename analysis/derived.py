@@ -1,0 +1,189 @@
+"""Derived figures: what the claims judge, computed here from the raw data a procedure kept.
+
+Procedures record raw data (per-step and per-trial CSV, events, 1 Hz counters, tool output)
+and the facts they measured directly; everything computed from those (a stair's capacity,
+a transfer rate, a peak, a prediction, a share of the generator's ceiling) is computed here,
+once, so the claims, the plots and the report all use the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.claim import require
+from analysis.rundata import Cell, Run
+from dnslab.errors import LabError
+
+TIME_WAIT_S = 60.0  # Linux keeps a closed connection's port in TIME_WAIT for 60 s
+GENERATOR_BOUND_SHARE = 0.90  # within 10 % of the generator's ceiling: generator-limited
+
+
+# --- stairs (tcp-fallback) -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stair:
+    """One stair of load steps (`stair.csv`), judged step by step by the procedure."""
+
+    rows: pd.DataFrame  # one row per step, sorted by target rate
+
+    @property
+    def capacity(self) -> float | None:
+        """Highest target rate among passing steps (None when no step passed)."""
+        passed = self.rows[self.rows["passed"]]
+        return float(passed["target_qps"].max()) if not passed.empty else None
+
+    @property
+    def step(self) -> float | None:
+        """The smallest rate increment between steps (the stair's resolution)."""
+        rates = np.unique(self.rows["target_qps"].to_numpy(float))
+        return float(np.diff(rates).min()) if rates.size > 1 else None
+
+    @property
+    def top_rate(self) -> float:
+        return float(self.rows["target_qps"].max())
+
+    def at(self, rate: float) -> pd.Series | None:
+        """The (last) step run at a target rate."""
+        found = self.rows[np.isclose(self.rows["target_qps"].to_numpy(float), rate)]
+        return None if found.empty else found.iloc[-1]
+
+    def rates(self) -> list[float]:
+        return sorted(set(self.rows["target_qps"].astype(float)))
+
+
+def stair(cell: Cell, name: str = "stair.csv") -> Stair:
+    frame = cell.csv(name, ("target_qps", "passed", "max_ms", "tcp_share"))
+    frame = frame.copy()
+    frame["passed"] = frame["passed"].map(_truthy)
+    return Stair(frame.sort_values("target_qps", kind="stable").reset_index(drop=True))
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
+# --- the generator's ceiling ------------------------------------------------------------------
+
+def generator_ceiling(run: Run, cell: Cell) -> float | None:
+    """The load generator's own ceiling for this cell's load, measured in the same run: the
+    cell's `generator_ceiling_qps` figure, else the qps of the run's `variant=ceiling` cell."""
+    own = cell.figure("generator_ceiling_qps", optional=True)
+    if own is not None:
+        return float(own)
+    ceiling_cells = run.cells_where(variant="ceiling")
+    if ceiling_cells:
+        value = ceiling_cells[0].figure("qps", optional=True)
+        return float(value) if value is not None else None
+    return None
+
+
+def require_below_ceiling(run: Run, cell: Cell, rate: float, label: str, remedy: str) -> float:
+    """Precondition of every load claim: the rate is below GENERATOR_BOUND_SHARE of the
+    generator's ceiling measured in the same run (else the run measured the generator).
+    Returns the ceiling."""
+    ceiling = generator_ceiling(run, cell)
+    require(ceiling is not None, f"{label}: no generator ceiling measured in this run",
+            "a run that measures the load generator's ceiling for the same load")
+    assert ceiling is not None
+    require(rate < GENERATOR_BOUND_SHARE * ceiling,
+            f"{label}: {rate:,.0f} qps is {rate / ceiling:.0%} of the generator's ceiling "
+            f"{ceiling:,.0f} qps (generator-limited)", remedy)
+    return ceiling
+
+
+# --- cold-start zone transfers (xfr-30k-zones, xfr-zone-sweep) -------------------------------
+
+@dataclass(frozen=True)
+class ColdStart:
+    """What a cold-start secondary did, from its raw files."""
+
+    zones: int
+    ports: int  # size of the secondary's ephemeral port range (read back)
+    total_time_s: float | None  # all zones served (None: not before the deadline)
+    connect_failures: int
+    first_connect_failure_s: float | None
+    tw_peak: float
+    open_rate_per_s: float  # peak new TCP connections per second (10 s window)
+
+    @property
+    def predicted_tw_peak(self) -> float:
+        """TIME_WAIT settles near rate x 60 s, and never above the zones transferred."""
+        return min(float(self.zones), self.open_rate_per_s * TIME_WAIT_S)
+
+    @property
+    def exhaustion_predicted(self) -> bool:
+        return self.predicted_tw_peak >= self.ports
+
+
+def port_range_size(text: str) -> int:
+    low, high = (int(v) for v in str(text).split())
+    return high - low + 1
+
+
+def cold_start(run: Run, cell: Cell) -> ColdStart:
+    node = run.node_with_role("secondary", cell)
+    zones = int(cell.figure("zones", optional=True) or cell.params.get("zones") or 0)
+    if zones <= 0:
+        raise LabError(f"{cell.rel('cell.json')} gives no zone count",
+                       hint="the procedure must record the figure 'zones'")
+    read_back = cell.sysctl(node, "net.ipv4.ip_local_port_range")
+    ports = (port_range_size(read_back) if read_back is not None
+             else int(cell.figure("port_range_size")))
+    events = cell.csv("xfr_events.csv", ("t", "event"))
+    fails = events[events["event"] == "connect_failed"]
+    done = cell.csv("zones_done.csv", ("t", "zones_served"))
+    served = done[done["zones_served"] >= zones]
+    mon = cell.monitor(node, ("t", "tcp_time_wait", "tcp_active_opens"))
+    return ColdStart(
+        zones=zones, ports=ports,
+        total_time_s=float(served["t"].min()) if not served.empty else None,
+        connect_failures=int(len(fails)),
+        first_connect_failure_s=float(fails["t"].min()) if not fails.empty else None,
+        tw_peak=float(mon["tcp_time_wait"].max()),
+        open_rate_per_s=peak_rate(mon, "tcp_active_opens", window_s=10.0),
+    )
+
+
+def peak_rate(mon: pd.DataFrame, column: str, window_s: float) -> float:
+    """The highest increase of a cumulative counter per second over any `window_s` window."""
+    mon = mon.sort_values("t")
+    t = mon["t"].to_numpy(float)
+    v = mon[column].to_numpy(float)
+    if t.size < 2:
+        return 0.0
+    best = 0.0
+    for i in range(t.size):
+        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
+        if j > i and t[j] > t[i]:
+            best = max(best, (v[j] - v[i]) / (t[j] - t[i]))
+    return best
+
+
+def time_ports_used(run: Run, cell: Cell, ports: int) -> float | None:
+    """When the secondary's TCP active opens since cell start first reached `ports`."""
+    node = run.node_with_role("secondary", cell)
+    mon = cell.monitor(node, ("t", "tcp_active_opens")).sort_values("t")
+    opened = mon["tcp_active_opens"].to_numpy(float) - float(mon["tcp_active_opens"].iloc[0])
+    idx = np.nonzero(opened >= ports)[0]
+    if idx.size == 0:
+        return None
+    i = int(idx[0])
+    t = mon["t"].to_numpy(float)
+    if i == 0:
+        return float(t[0])
+    # linear interpolation between the two 1 Hz samples around the crossing
+    frac = (ports - opened[i - 1]) / max(opened[i] - opened[i - 1], 1e-9)
+    return float(t[i - 1] + frac * (t[i] - t[i - 1]))
+
+
+def tw_at(run: Run, cell: Cell, t: float) -> float:
+    """TIME_WAIT on the secondary at time t: the highest 1 Hz sample within one second before."""
+    node = run.node_with_role("secondary", cell)
+    mon = cell.monitor(node, ("t", "tcp_time_wait"))
+    near = mon[(mon["t"] >= t - 1.0) & (mon["t"] <= t + 0.5)]
+    if near.empty:
+        near = mon.iloc[(mon["t"] - t).abs().argsort()[:1]]
+    return float(near["tcp_time_wait"].max())

@@ -1,0 +1,166 @@
+"""The results contract: the one layout and schema of a run folder.
+
+The experiment runner writes a run only through `RunWriter`; the analysis reads one only
+through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are written by the same
+`RunWriter`. So the two sides cannot drift apart: a field added here is a field both see.
+
+    results/<experiment>/<run-id>/          run-id: UTC YYYYMMDDTHHMMSSZ-<4 hex>, never reused
+      meta.json     schema_version, experiment, run_id, description, findings, params, scale,
+                    runtime, kernel, machine, versions, git {commit, dirty}, command, started,
+                    ended, complete, topology {name, file, nodes {name: {role, server,
+                    address}}}, images, profiles, and cells {cell_id: {params, path, started,
+                    ended, status, sysctls {node: {key: value read back}},
+                    sysctls_requested {node: {key: value asked for}}, sysctls_refused}}
+      cells/<dir>/cell.json   schema_version, cell_id, params, figures, status
+      cells/<dir>/...         the procedure's raw data: monitor/<node>.csv, CSV, tool output
+      summary.json            written by the analysis (verdicts, derived figures)
+      report/                 written by the analysis
+
+Version history: 1 = the runner's layout before this module (no `schema_version` field, no
+`sysctls_requested`); 2 = this one. A reader refuses any other version with one line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dnslab.errors import LabError
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+META = "meta.json"
+CELL = "cell.json"
+SUMMARY = "summary.json"
+CELLS = "cells"
+MONITOR = "monitor"
+
+
+def cell_dirname(cell_id: str) -> str:
+    """The folder name of a cell: its id without path separators or spaces."""
+    return cell_id.replace("/", "_").replace(" ", "")
+
+
+def _dump(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def _load(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise LabError(f"missing data file {path}",
+                       hint=f"{what} is written by the experiment runner")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{path} must hold a JSON object")
+    return data
+
+
+def check_version(data: dict[str, Any], path: Path) -> int:
+    """The schema version of a meta.json or cell.json; refuses one this code cannot read."""
+    version = data.get("schema_version", 1)
+    if version not in READABLE_VERSIONS:
+        raise LabError(f"{path} has results schema_version {version!r}; this dnslab reads "
+                       f"{', '.join(map(str, READABLE_VERSIONS))}",
+                       hint="analyse it with the dnslab revision named in its meta.json "
+                            "(git.commit), or update this checkout")
+    return int(version)
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    meta = _load(run_dir / META, META)
+    check_version(meta, run_dir / META)
+    return meta
+
+
+def read_cell(cell_dir: Path) -> dict[str, Any] | None:
+    """A cell's cell.json, or None when the cell never got that far (interrupted)."""
+    path = cell_dir / CELL
+    if not path.exists():
+        return None
+    data = _load(path, CELL)
+    check_version(data, path)
+    return data
+
+
+def cell_sysctls(meta: dict[str, Any], cell_id: str,
+                 which: str = "sysctls") -> dict[str, dict[str, str]]:
+    """{node: {key: value}} of one cell: `sysctls` (read back) or `sysctls_requested`."""
+    value = ((meta.get("cells") or {}).get(cell_id) or {}).get(which)
+    if not isinstance(value, dict):
+        return {}
+    return {str(node): {str(k): str(v) for k, v in keys.items()}
+            for node, keys in value.items() if isinstance(keys, dict)}
+
+
+@dataclass
+class RunWriter:
+    """Writes one run folder; the only code that creates meta.json and cell.json files."""
+
+    dir: Path
+    meta: dict[str, Any]
+    _cell_dirs: dict[str, Path] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, root: Path, experiment: str, run_id: str,
+               meta: dict[str, Any]) -> RunWriter:
+        """Make `root/<experiment>/<run_id>/` (which must not exist) and its meta.json."""
+        path = Path(root) / experiment / run_id
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise LabError(f"run folder {path} exists already",
+                           hint="results are never overwritten: use a new run id") from None
+        full = {"schema_version": SCHEMA_VERSION, "experiment": experiment, "run_id": run_id,
+                "complete": False, "ended": None, **meta, "cells": {}}
+        writer = cls(dir=path, meta=full)
+        writer.save_meta()
+        return writer
+
+    def save_meta(self) -> None:
+        _dump(self.dir / META, self.meta)
+
+    def start_cell(self, cell_id: str, params: dict[str, Any], started: str) -> Path:
+        if cell_id in self.meta["cells"]:
+            raise LabError(f"cell {cell_id!r} appears twice in run {self.dir.name}",
+                           hint="each cell of a run needs its own id")
+        name = cell_dirname(cell_id)
+        cell_dir = self.dir / CELLS / name
+        cell_dir.mkdir(parents=True, exist_ok=False)
+        self._cell_dirs[cell_id] = cell_dir
+        self.meta["cells"][cell_id] = {"params": params, "path": f"{CELLS}/{name}",
+                                       "started": started}
+        self.save_meta()
+        return cell_dir
+
+    def record_sysctls(self, cell_id: str, read_back: dict[str, dict[str, str]],
+                       requested: dict[str, dict[str, str]],
+                       refused: dict[str, dict[str, str]] | None = None) -> None:
+        """Per node of one cell: the sysctls asked for and what the kernel read back."""
+        entry = self.meta["cells"][cell_id]
+        entry["sysctls"] = {n: dict(sorted(v.items())) for n, v in read_back.items()}
+        entry["sysctls_requested"] = {n: dict(sorted(v.items())) for n, v in requested.items()}
+        if refused:
+            entry["sysctls_refused"] = refused
+        self.save_meta()
+
+    def write_cell(self, cell_id: str, figures: dict[str, Any], status: str) -> None:
+        entry = self.meta["cells"][cell_id]
+        _dump(self._cell_dirs[cell_id] / CELL,
+              {"schema_version": SCHEMA_VERSION, "cell_id": cell_id, "params": entry["params"],
+               "figures": figures, "status": status})
+
+    def end_cell(self, cell_id: str, ended: str, status: str) -> None:
+        self.meta["cells"][cell_id].update({"ended": ended, "status": status})
+        self.save_meta()
+
+    def finish(self, ended: str, complete: bool) -> None:
+        self.meta["ended"] = ended
+        self.meta["complete"] = complete
+        self.save_meta()
