@@ -101,6 +101,38 @@ def test_f1_single_step_stair_is_not_applicable(tmp_path: Path) -> None:
         assert verdict(run, claim_id)["status"] == "not_applicable", claim_id
 
 
+@pytest.mark.xfail(strict=True, reason="F1.latency-grows checks listen_overflows only: SYNs "
+                   "dropped at LISTEN by a full SYN queue (listen_drops, no overflow) also "
+                   "retry after 1 s, and pass as answer-size latency")
+def test_f1_latency_grows_syn_drops_are_not_answer_latency(tmp_path: Path) -> None:
+    after = runs.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)})
+    for row in after:
+        row[STAIR["listen_drops"]] = 16
+    run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
+    expect(run, "F1.latency-grows", "not_applicable")
+
+
+@pytest.mark.xfail(strict=True, reason="F1.tcp-share: a blank tcp_share at the capacity step "
+                   "(NaN) is judged 'not reproduced' ('nan%') instead of a data error")
+def test_f1_tcp_share_blank_is_not_a_verdict(tmp_path: Path) -> None:
+    after = runs.stair_rows(4000, tcp_share="")  # type: ignore[arg-type]
+    run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
+    v = verdict(run, "F1.tcp-share")
+    assert v["status"] == "error" and "tcp_share" in v["detail"], (v["status"], v["detail"])
+
+
+@pytest.mark.xfail(strict=True, reason="Claim.covers: 'tcp-fallback' + '-*' also matches the "
+                   "tcp-fallback-cache experiment: six F1 load claims print N/A with wrong "
+                   "remedies in its report")
+def test_f1_load_claims_do_not_cover_the_cache_experiment(tmp_path: Path) -> None:
+    run = runs.write_run(tmp_path, "tcp-fallback-cache", [runs.CellData(
+        {"distribution": "uniform"}, {"cache_size": 1000, "onset_records": 1050,
+                                      "max_amplification": 75.0})])
+    verdicts, errors = evaluate(load_run(run))
+    assert errors == []
+    assert [v["claim_id"] for v in verdicts] == ["F1.cache-onset"]
+
+
 # --- F2 ---------------------------------------------------------------------------------------
 
 @pytest.mark.xfail(strict=True, reason="F2.qps-gain prints 'listeners on cores of its own' "
@@ -235,6 +267,21 @@ def test_f4_zero_cold_qps_is_not_a_crash(tmp_path: Path) -> None:
     qps = {**runs.SEED_F4, ("cold", 100): 0}
     run = runs.resolver_run(tmp_path, qps)
     expect(run, "F4.warm-over-cold", "not_applicable")
+
+
+@pytest.mark.xfail(strict=True, reason="F4.warm-scales-with-q never checks the warm pass is "
+                   "warm: a 'warm' pass as slow as the cold one (300 ms, qps = q / latency) "
+                   "passes on plain closed-loop scaling")
+def test_f4_warm_scales_without_a_warm_cache_is_not_a_pass(tmp_path: Path) -> None:
+    cells = []
+    for cache in ("cold", "warm"):
+        for q in (100, 200, 300):
+            cells.append(runs.CellData({"cache": cache, "outstanding": q}, {
+                "qps": q / 0.3 * 0.9, "sent": 10000, "lost": 50, "rcode_SERVFAIL": 100,
+                "avg_latency_ms": 300.0}))
+    run = runs.write_run(tmp_path, "resolver-cache", cells, params={"names": 10000})
+    expect(run, "F4.warm-over-cold", "not_reproduced")  # this claim sees it
+    expect(run, "F4.warm-scales-with-q", "not_applicable")
 
 
 def test_f4_warm_over_cold_holds_on_the_seed(tmp_path: Path) -> None:
