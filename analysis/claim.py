@@ -49,6 +49,7 @@ from typing import Any, NoReturn
 import pytest
 
 from analysis.rundata import NotApplicable
+from dnslab import paths
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -97,9 +98,18 @@ class Claim:
     note: str = ""
 
     def covers(self, experiment: str) -> bool:
-        """Experiment names match exactly, as fnmatch patterns, or with a `-<variant>` suffix."""
-        return any(fnmatchcase(experiment, p) or fnmatchcase(experiment, p + "-*")
-                   for p in self.experiments)
+        """Experiment names match exactly, as fnmatch patterns, or with a `-<variant>` suffix
+        (`xfr-30k-zones-ci`) - but never another experiment's name (`tcp-fallback-cache` is
+        not a variant of `tcp-fallback`)."""
+        if any(fnmatchcase(experiment, p) for p in self.experiments):
+            return True
+        if experiment in _experiment_names():
+            return False
+        return any(fnmatchcase(experiment, p + "-*") for p in self.experiments)
+
+
+def _experiment_names() -> set[str]:
+    return {p.stem for p in paths.EXPERIMENTS.glob("*.yaml")}
 
 
 REGISTRY: dict[str, Claim] = {}

@@ -53,9 +53,16 @@ class Stair:
     def rates(self) -> list[float]:
         return sorted(set(self.rows["target_qps"].astype(float)))
 
+    def first_failure_above(self, rate: float) -> pd.Series | None:
+        above = self.rows[(self.rows["target_qps"] > rate) & ~self.rows["passed"]]
+        return None if above.empty else above.iloc[0]
+
 
 def stair(cell: Cell, name: str = "stair.csv") -> Stair:
     frame = cell.csv(name, ("target_qps", "passed", "max_ms", "tcp_share"))
+    if frame.empty:
+        raise LabError(f"{cell.run.label}/{cell.rel(name)} has no load step",
+                       hint="the stair ran no step: see the cell's dnsload log")
     frame = frame.copy()
     frame["passed"] = frame["passed"].map(_truthy)
     return Stair(frame.sort_values("target_qps", kind="stable").reset_index(drop=True))
@@ -107,11 +114,13 @@ class ColdStart:
     first_connect_failure_s: float | None
     tw_peak: float
     open_rate_per_s: float  # peak new TCP connections per second (10 s window)
+    attempts_per_tw: float  # most connection attempts (opened + refused) in any 60 s
 
     @property
     def predicted_tw_peak(self) -> float:
-        """TIME_WAIT settles near rate x 60 s, and never above the zones transferred."""
-        return min(float(self.zones), self.open_rate_per_s * TIME_WAIT_S)
+        """Connections closed within the last 60 s are all in TIME_WAIT: the most connection
+        attempts the secondary made in any 60 s window, never above the zone count."""
+        return min(float(self.zones), self.attempts_per_tw)
 
     @property
     def exhaustion_predicted(self) -> bool:
@@ -136,7 +145,11 @@ def cold_start(run: Run, cell: Cell) -> ColdStart:
     fails = events[events["event"] == "connect_failed"]
     done = cell.csv("zones_done.csv", ("t", "zones_served"))
     served = done[done["zones_served"] >= zones]
-    mon = cell.monitor(node, ("t", "tcp_time_wait", "tcp_active_opens"))
+    mon = cell.monitor(node, ("t", "tcp_time_wait", "tcp_active_opens")).sort_values("t")
+    fail_times = np.sort(fails["t"].to_numpy(float))
+    attempts = mon[["t"]].copy()
+    attempts["n"] = (mon["tcp_active_opens"].to_numpy(float)
+                     + np.searchsorted(fail_times, mon["t"].to_numpy(float), side="right"))
     return ColdStart(
         zones=zones, ports=ports,
         total_time_s=float(served["t"].min()) if not served.empty else None,
@@ -144,7 +157,22 @@ def cold_start(run: Run, cell: Cell) -> ColdStart:
         first_connect_failure_s=float(fails["t"].min()) if not fails.empty else None,
         tw_peak=float(mon["tcp_time_wait"].max()),
         open_rate_per_s=peak_rate(mon, "tcp_active_opens", window_s=10.0),
+        attempts_per_tw=peak_growth(attempts, "n", window_s=TIME_WAIT_S),
     )
+
+
+def peak_growth(mon: pd.DataFrame, column: str, window_s: float) -> float:
+    """The largest increase of a cumulative counter within any `window_s` (the whole series
+    when it is shorter)."""
+    t = mon["t"].to_numpy(float)
+    v = mon[column].to_numpy(float)
+    if t.size < 2:
+        return 0.0
+    best = 0.0
+    for i in range(t.size):
+        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
+        best = max(best, v[j] - v[i])
+    return best
 
 
 def peak_rate(mon: pd.DataFrame, column: str, window_s: float) -> float:

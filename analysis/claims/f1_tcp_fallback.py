@@ -24,10 +24,12 @@ from analysis.claim import (
 )
 from analysis.derived import GENERATOR_BOUND_SHARE, Stair, require_below_ceiling, stair
 from analysis.rundata import Cell, Run
+from dnslab.errors import LabError
 
 EXPERIMENTS = ("tcp-fallback",)
 SOURCE_TABLE = "seed 000, stair results table (BIND 9.9.4: old records / new untuned / tuned)"
 SERVER_ORDER = ("bind916", "bind")
+MIN_OFFERED = 0.95  # a step offered less than this share of its target measured the generator
 
 
 def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
@@ -66,6 +68,13 @@ def _judged_stair(run: Run, cell: Cell, max_step: float) -> tuple[Stair, float]:
             "(the ratio is quantised)", f"STAIR_STEP <= {max_step:.0%} of the capacity")
     require(cap < st.top_rate, f"{label}: passed every step up to {st.top_rate:,.0f} qps "
             "(capacity is only a lower bound)", "a higher STAIR_STOP")
+    failed = st.first_failure_above(cap)
+    if failed is not None and "offered_qps" in failed.index:
+        offered, target = float(failed["offered_qps"]), float(failed["target_qps"])
+        require(offered >= MIN_OFFERED * target,
+                f"{label}: the generator offered {offered:,.0f} of {target:,.0f} qps at the "
+                "first failing step (it fell behind, not the server)",
+                "the load generator on cores of its own")
     require_below_ceiling(run, cell, cap, f"{label}: capacity",
                           "the load generator on more or faster cores")
     return st, cap
@@ -92,6 +101,10 @@ def test_tcp_share(run: Run, verdict: Verdict, points: float) -> None:
     row = st.at(st.capacity) if st.capacity is not None else st.rows.iloc[0]
     assert row is not None
     share = float(row["tcp_share"])
+    if share != share:  # NaN: the step recorded no TCP share
+        raise LabError(f"{cell.run.label}/{cell.rel('stair.csv')}: no tcp_share at "
+                       f"{float(row['target_qps']):,.0f} qps",
+                       hint="the procedure must record every step's TCP share")
     verdict.measured = (f"{share:.1%} of queries over TCP, the mix predicts {predicted:.1%} "
                         f"({cell.params.get('server')})")
     assert abs(share - predicted) <= points, f"TCP share {share:.1%}"
@@ -104,8 +117,9 @@ def test_tcp_share(run: Run, verdict: Verdict, points: float) -> None:
     source=SOURCE_TABLE, effect=TWO_SIDED,
     tolerance="capacity(after)/capacity(before), both untuned, = {ratio:.2f} +-{band:.2f}",
     precondition="both stairs judged: a step passed, steps <= {max_step:.0%} of the "
-                 "capacity, the stair did not end on its top step, capacity below "
-                 "{bound:.0%} of the generator's ceiling measured in the run",
+                 "capacity, the stair did not end on its top step, its first failing step "
+                 "was offered >= 95 % of its rate, capacity below {bound:.0%} of the "
+                 "generator's ceiling measured in the run",
     fails_when="the ratio is above {ratio:.2f}+{band:.2f} (little or no drop) or below "
                "{ratio:.2f}-{band:.2f} (a collapse the seed did not see)",
     limits={"ratio": 0.50, "band": 0.15, "max_step": 0.05, "bound": GENERATOR_BOUND_SHARE},
@@ -150,9 +164,9 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
     source="seed 000, worst-latency table before/after the IPv6 records", effect=DIRECTIONAL,
     tolerance="at the highest rate both untuned stairs ran where the before stair passed, "
               "worst TAT(after) >= {min_ratio}x worst TAT(before)",
-    precondition="neither compared step counted listen-queue overflows (a dropped SYN is "
-                 "retried after 1 s: the worst TAT would measure the SYN timer, not the "
-                 "answer size)",
+    precondition="neither compared step counted listen-queue overflows or SYNs dropped at "
+                 "LISTEN (a dropped SYN is retried after 1 s: the worst TAT would measure the "
+                 "SYN timer, not the answer size)",
     fails_when="the worst TAT grows less than {min_ratio}x or shrinks",
     limits={"min_ratio": 1.5},
 )
@@ -167,15 +181,28 @@ def test_latency_grows(run: Run, verdict: Verdict, min_ratio: float) -> None:
     b_row, a_row = before.at(rate), after.at(rate)
     assert b_row is not None and a_row is not None
     b, a = float(b_row["max_ms"]), float(a_row["max_ms"])
-    drops = {name: int(row.get("listen_overflows", 0) or 0)
-             for name, row in (("before", b_row), ("after", a_row))}
+    drops = {name: _syn_drops(row) for name, row in (("before", b_row), ("after", a_row))}
+    require(None not in drops.values(),
+            f"at {rate:,.0f} qps listen-queue overflows and drops were not recorded",
+            "a run that counts ListenOverflows and ListenDrops per step")
     require(not any(drops.values()),
-            f"at {rate:,.0f} qps the listen queue overflowed ({drops['before']} before, "
+            f"at {rate:,.0f} qps SYNs were dropped ({drops['before']} before, "
             f"{drops['after']} after): worst TAT {b:,.0f} -> {a:,.0f} ms is a SYN retry",
             "a listen queue that does not overflow (tcp-listen-queue) or TAT_STAT=p99")
     verdict.measured = (f"{cells[0].params.get('server')} at {rate:,.0f} qps: {b:,.0f} -> "
                         f"{a:,.0f} ms ({a / b:.2f}x)")
     assert a >= b * min_ratio, "worst latency did not grow with the new records"
+
+
+def _syn_drops(row: object) -> int | None:
+    """Listen-queue overflows + SYNs dropped at LISTEN in a step (None: not recorded)."""
+    total = 0
+    for column in ("listen_overflows", "listen_drops"):
+        value = getattr(row, "get", lambda *_: 0)(column, 0)
+        if value is None or value != value or str(value).strip() == "":
+            return None
+        total += int(float(value))
+    return total
 
 
 @claim(

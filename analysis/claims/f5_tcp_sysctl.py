@@ -28,10 +28,15 @@ EXPERIMENTS = ("tcp-sysctl",)
 SOURCE = "seed 004, the DIINER study (>= 20 five-minute dnsperf TCP trials, Dunn's/Tukey's)"
 
 
+def _server_value(run: Run, cell: Cell, key: str) -> str | None:
+    """A sysctl read back on the server under test (never another node's)."""
+    return cell.sysctl(run.node_with_role("primary", cell), key)
+
+
 def _cells_with(run: Run, key: str) -> list[Cell]:
     return [c for c in run.cells
             if c.params.get("profile") not in (None, "default") and "phase" not in c.params
-            and "1" in {n.get(key) for n in run.sysctls_for(c.id).values()}]
+            and _server_value(run, c, key) == "1"]
 
 
 def _trials(cells: list[Cell]) -> pd.DataFrame:
@@ -44,11 +49,11 @@ def _top_load(base: pd.DataFrame) -> float:
     return float(base["load_pct"].max())
 
 
-def _saturated(base: pd.DataFrame, load: float) -> float:
-    """Achieved/offered of the default at a load (1.0 when unthrottled trials)."""
+def _saturated(base: pd.DataFrame, load: float) -> float | None:
+    """Achieved/offered of the default at a load (None when the offered rate is unknown)."""
     rows = base[base["load_pct"] == load]
-    if "target_qps" not in rows or rows["target_qps"].isna().all():
-        return 0.0
+    if "target_qps" not in rows or rows["target_qps"].isna().any():
+        return None
     return float(statistics.median(rows["qps"] / rows["target_qps"]))
 
 
@@ -74,7 +79,14 @@ def _pair(run: Run, key: str, min_trials: int,
     n_o = int((other["load_pct"] == load).sum())
     require(min(n_b, n_o) >= min_trials, f"{n_o}/{n_b} trials at {load:.0f} % load",
             f"TRIALS>={min_trials} (SCALE=full runs 20)")
+    for cell in base_cells:
+        require(_server_value(run, cell, key) not in ("1", None),
+                f"the default cell's server reads {key} = {_server_value(run, cell, key)}",
+                f"a default profile whose server reads {key} back, and not as 1")
     share = _saturated(base, load)
+    require(share is not None, f"the offered rate at {load:.0f} % load was not recorded",
+            "trials that record their offered rate (target_qps)")
+    assert share is not None
     require(share < max_share,
             f"the default answered {share:.0%} of the offered rate at {load:.0f} % load: "
             "the load cap, not the server, set the qps",
@@ -89,9 +101,10 @@ def _pair(run: Run, key: str, min_trials: int,
     published="tcp_tso_win_divisor=1: strongly negative effect",
     source=SOURCE, effect=DIRECTIONAL,
     tolerance="at the highest load, qps lower or latency higher than default with a "
-              "one-sided Mann-Whitney p < {alpha}",
-    precondition=">= {min_trials} trials each; the default saturated (answered < "
-                 "{max_share:.0%} of the offered rate)",
+              "one-sided Mann-Whitney p < {alpha}, and qps not significantly higher",
+    precondition=">= {min_trials} trials each; the server reads the setting back as 1 in "
+                 "its cell and not in default's; the default saturated (answered < "
+                 "{max_share:.0%} of the recorded offered rate)",
     fails_when="no significant loss, or a gain",
     limits={"alpha": 0.05, "min_trials": 5, "max_share": 0.97},
 )
@@ -103,9 +116,11 @@ def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
     p_qps = float(mannwhitneyu(tso["qps"], base["qps"], alternative="less").pvalue)
     p_lat = float(mannwhitneyu(tso["avg_latency_ms"], base["avg_latency_ms"],
                                alternative="greater").pvalue)
+    p_more = float(mannwhitneyu(tso["qps"], base["qps"], alternative="greater").pvalue)
     verdict.measured = (f"{load:.0f} % load: {mt:,.0f} vs {mb:,.0f} qps ({mt / mb - 1:+.1%}), "
                         f"p(fewer qps)={p_qps:.3f}, p(more latency)={p_lat:.3f}, "
                         f"n={len(tso)}/{len(base)}" + _posthoc(run, load, profile))
+    assert p_more >= alpha, "tcp_tso_win_divisor=1 gave significantly more qps"
     assert p_qps < alpha or p_lat < alpha, "tcp_tso_win_divisor=1 not significantly worse"
 
 
@@ -116,7 +131,8 @@ def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="median qps gain between {low:+.0%} and {high:+.0%} with a one-sided "
               "Mann-Whitney p < {alpha}",
-    precondition=">= {min_trials} trials each; the default saturated; the default's listen "
+    precondition=">= {min_trials} trials each; the server reads the setting back as 1 in "
+                 "its cell and not in default's; the default saturated; the default's listen "
                  "queue overflowed (else abort_on_overflow has nothing to act on)",
     fails_when="no significant gain, a loss, or a gain far beyond the published one",
     limits={"low": 0.03, "high": 0.15, "alpha": 0.05, "min_trials": 5, "max_share": 0.97},

@@ -4,8 +4,8 @@ Each test builds a run (through `tests/fixtures/runs.py`, the runner's own RunWr
 real lab could plausibly produce, and asserts the verdict the claim *should* give: a false
 pass (effect absent, reversed, or another mechanism), a "not reproduced" where the run could
 not have shown the effect (should be "not applicable"), a crash on plausible data, or a
-printed precondition the code does not check. Tests marked `xfail(strict=True)` show where a
-claim is wrong today (the reason says what); unmarked tests hold.
+printed precondition the code does not check. Each was found failing (a wrong verdict) and
+the claim was fixed; they stay as regression tests.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from analysis.rundata import load_run
 from analysis.verdicts import evaluate
@@ -53,8 +52,6 @@ def test_f1_capacity_drop_holds_on_the_seed_like_run(tmp_path: Path) -> None:
     expect(run, "F1.capacity-drop", "reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F1 stairs: a stair ended by the generator falling "
-                   "behind (offered < 95 % of target) is judged as the server's capacity")
 def test_f1_capacity_drop_before_stair_ended_by_the_generator(tmp_path: Path) -> None:
     """The before stair's first failing steps failed only because the generator could not
     offer the rate (on 2 shared cores): its 'capacity' is the generator's, the ratio says
@@ -70,8 +67,6 @@ def test_f1_capacity_drop_before_stair_ended_by_the_generator(tmp_path: Path) ->
     expect(run, "F1.capacity-drop", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F1.latency-grows: a blank listen_overflows cell "
-                   "(NaN) crashes int(nan) instead of 'overflows not recorded'")
 def test_f1_latency_grows_blank_overflow_count_is_not_a_crash(tmp_path: Path) -> None:
     blank = {float(r): "" for r in np.arange(2000, 12001, 200)}
     after = runs.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)},
@@ -80,8 +75,6 @@ def test_f1_latency_grows_blank_overflow_count_is_not_a_crash(tmp_path: Path) ->
     expect(run, "F1.latency-grows", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F1.tcp-share: an empty stair.csv (header only) "
-                   "raises IndexError (rows.iloc[0]) instead of a one-line data error")
 def test_f1_tcp_share_empty_stair_is_a_named_data_error(tmp_path: Path) -> None:
     run = runs.fallback_run(tmp_path, f1_cells(after_rows=[]))
     v = verdict(run, "F1.tcp-share")
@@ -101,9 +94,6 @@ def test_f1_single_step_stair_is_not_applicable(tmp_path: Path) -> None:
         assert verdict(run, claim_id)["status"] == "not_applicable", claim_id
 
 
-@pytest.mark.xfail(strict=True, reason="F1.latency-grows checks listen_overflows only: SYNs "
-                   "dropped at LISTEN by a full SYN queue (listen_drops, no overflow) also "
-                   "retry after 1 s, and pass as answer-size latency")
 def test_f1_latency_grows_syn_drops_are_not_answer_latency(tmp_path: Path) -> None:
     after = runs.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)})
     for row in after:
@@ -112,8 +102,6 @@ def test_f1_latency_grows_syn_drops_are_not_answer_latency(tmp_path: Path) -> No
     expect(run, "F1.latency-grows", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F1.tcp-share: a blank tcp_share at the capacity step "
-                   "(NaN) is judged 'not reproduced' ('nan%') instead of a data error")
 def test_f1_tcp_share_blank_is_not_a_verdict(tmp_path: Path) -> None:
     after = runs.stair_rows(4000, tcp_share="")  # type: ignore[arg-type]
     run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
@@ -121,9 +109,6 @@ def test_f1_tcp_share_blank_is_not_a_verdict(tmp_path: Path) -> None:
     assert v["status"] == "error" and "tcp_share" in v["detail"], (v["status"], v["detail"])
 
 
-@pytest.mark.xfail(strict=True, reason="Claim.covers: 'tcp-fallback' + '-*' also matches the "
-                   "tcp-fallback-cache experiment: six F1 load claims print N/A with wrong "
-                   "remedies in its report")
 def test_f1_load_claims_do_not_cover_the_cache_experiment(tmp_path: Path) -> None:
     run = runs.write_run(tmp_path, "tcp-fallback-cache", [runs.CellData(
         {"distribution": "uniform"}, {"cache_size": 1000, "onset_records": 1050,
@@ -135,9 +120,6 @@ def test_f1_load_claims_do_not_cover_the_cache_experiment(tmp_path: Path) -> Non
 
 # --- F2 ---------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="F2.qps-gain prints 'listeners on cores of its own' "
-                   "but checks only the listener count: 8 listeners on a 2-core machine are "
-                   "judged")
 def test_f2_qps_gain_eight_listeners_on_two_cores_is_not_applicable(tmp_path: Path) -> None:
     run = runs.dnsdist_run(tmp_path, untuned=220000, tuned=230000, cpus=2)
     expect(run, "F2.qps-gain", "not_applicable")
@@ -148,15 +130,11 @@ def test_f2_qps_gain_no_scaling_on_a_big_machine_is_not_reproduced(tmp_path: Pat
     expect(run, "F2.qps-gain", "not_reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F2.qps-gain: untuned qps 0 (front-end answered "
-                   "nothing) divides by zero: status error 'ZeroDivisionError'")
 def test_f2_qps_gain_zero_untuned_qps_is_not_a_crash(tmp_path: Path) -> None:
     run = runs.dnsdist_run(tmp_path, untuned=0, tuned=430000, cpus=16)
     expect(run, "F2.qps-gain", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F2.failures-drop passes when the tuned variant "
-                   "carried less load (150k vs 220k qps): fewer failures from less work")
 def test_f2_failures_drop_with_less_load_is_not_a_pass(tmp_path: Path) -> None:
     run = runs.dnsdist_run(tmp_path, untuned=220000, tuned=150000, untuned_fail=100.0,
                            tuned_fail=0.0, cpus=16)
@@ -171,9 +149,6 @@ def xfr_run(root: Path, default: runs.CellData | None = None,
     return runs.xfr_30k(root, [default or std[0], wide or std[1], capped or std[2]])
 
 
-@pytest.mark.xfail(strict=True, reason="F3 default claims: exhaustion predicted from peak "
-                   "rate x 60 s although the run (40 s deadline) ended before opening as many "
-                   "connections as ports: 'not reproduced' instead of N/A")
 def test_f3_run_too_short_to_exhaust_is_not_applicable(tmp_path: Path) -> None:
     """2 zones/s for 40 s opens ~80 connections: 100 ports cannot be exhausted in this run,
     yet 2/s x 60 s = 120 >= 100 makes the claims judge it."""
@@ -201,9 +176,6 @@ def burst_then_slow_default(zones: int = 1000, ports: int = 500) -> runs.CellDat
         sysctls={"sec": runs.port_sysctls(ports), "pri": runs.port_sysctls(28231)})
 
 
-@pytest.mark.xfail(strict=True, reason="F3 default claims: exhaustion predicted from the peak "
-                   "10 s rate x 60 s; a start-up burst then a slow rate (<= 400 opens in any "
-                   "60 s for 500 ports) is judged 'not reproduced' instead of N/A")
 def test_f3_start_up_burst_is_not_a_sustained_rate(tmp_path: Path) -> None:
     run = xfr_run(tmp_path, default=burst_then_slow_default())
     got = {c: verdict(run, c)["status"] for c in
@@ -211,16 +183,11 @@ def test_f3_start_up_burst_is_not_a_sustained_rate(tmp_path: Path) -> None:
     assert set(got.values()) == {"not_applicable"}, got
 
 
-@pytest.mark.xfail(strict=True, reason="F3.wide-ports.no-failures passes for a wide-ports "
-                   "secondary that transferred 20 zones (fewer connections than the default's "
-                   "ports): it could not have failed")
 def test_f3_wide_ports_that_did_no_work_is_not_a_pass(tmp_path: Path) -> None:
     run = xfr_run(tmp_path, wide=runs.xfr_cell("wide-ports", 300, rate=0.5, seed=2))
     expect(run, "F3.wide-ports.no-failures", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.tw-buckets.no-failures passes when the profile "
-                   "also had a wider port range and the cap never took (read back 262144)")
 def test_f3_tw_buckets_pass_from_a_wider_range_is_not_a_pass(tmp_path: Path) -> None:
     cell = runs.xfr_cell("tw-buckets-50", 300, tw_cap=None, seed=3)
     cell.requested = {"sec": {**cell.sysctls["sec"], "net.ipv4.tcp_max_tw_buckets": "50"},
@@ -229,8 +196,6 @@ def test_f3_tw_buckets_pass_from_a_wider_range_is_not_a_pass(tmp_path: Path) -> 
     expect(run, "F3.tw-buckets.no-failures", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.tw-buckets.tw-capped compares with the value read "
-                   "back: a cap requested 50 that did not take (262144) passes the check")
 def test_f3_tw_capped_fails_when_the_cap_did_not_take(tmp_path: Path) -> None:
     cell = runs.xfr_cell("tw-buckets-50", 100, tw_cap=None, seed=3)
     cell.requested = {"sec": {**cell.sysctls["sec"], "net.ipv4.tcp_max_tw_buckets": "50"},
@@ -244,25 +209,18 @@ def test_f3_default_holds_against_a_kernel_without_time_wait(tmp_path: Path) -> 
     expect(run, "F3.default.tw-ceiling", "not_reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.tld.repeatable: a NaN repetition (failed, "
-                   "recorded as NaN) crashes statistics.stdev (AttributeError) instead of "
-                   "counting as a failed repetition")
 def test_f3_tld_nan_repetition_is_not_a_pass(tmp_path: Path) -> None:
     run = runs.write_run(tmp_path, "xfr-tld", runs.timed_cells(
         {"bind": [26.5, float("nan"), 26.4, 26.6]}))
     expect(run, "F3.tld.repeatable", "not_reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.tld.repeatable ignores error_s: identical times "
-                   "from a 1 s timer (3.8 % of 26 s) pass a 2 % spread band")
 def test_f3_tld_timer_coarser_than_the_band_is_not_applicable(tmp_path: Path) -> None:
     run = runs.write_run(tmp_path, "xfr-tld", runs.timed_cells(
         {"bind": [26.0, 26.0, 26.0, 26.0]}, error_s=1.0))
     expect(run, "F3.tld.repeatable", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.smallest.delay: a missing error_s is taken as 0, "
-                   "so the printed precondition (error <= half the band) passes unmeasured")
 def test_f3_smallest_unknown_error_is_not_applicable(tmp_path: Path) -> None:
     cells = runs.timed_cells({"knot": [0.02, -0.03, 0.01]}, records=2)
     del cells[0].figures["error_s"]
@@ -270,8 +228,6 @@ def test_f3_smallest_unknown_error_is_not_applicable(tmp_path: Path) -> None:
     expect(run, "F3.smallest.delay", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F3.sweep.nonlinear: every count stalled (broken "
-                   "secondary) gives inf-inf=nan -> ratio inf -> reproduced")
 def test_f3_sweep_all_stalled_is_not_a_pass(tmp_path: Path) -> None:
     run = runs.write_run(tmp_path, "xfr-zone-sweep",
                          runs.sweep_cells({50: None, 100: None, 200: None, 400: None}))
@@ -280,26 +236,18 @@ def test_f3_sweep_all_stalled_is_not_a_pass(tmp_path: Path) -> None:
 
 # --- F4 ---------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="F4.warm-scales-with-q demands +5 % at every step, "
-                   "also beyond the seed's -q 300, where the seed itself says the upstream "
-                   "limits: a seed-like run with a flat -q 400 is 'not reproduced'")
 def test_f4_warm_scales_flat_beyond_the_seeds_q_is_still_reproduced(tmp_path: Path) -> None:
     qps = {**runs.SEED_F4, ("cold", 400): 560, ("warm", 400): 1720}
     run = runs.resolver_run(tmp_path, qps)
     expect(run, "F4.warm-scales-with-q", "reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F4.warm-over-cold: a cold pass with 0 qps divides by "
-                   "zero: status error 'ZeroDivisionError'")
 def test_f4_zero_cold_qps_is_not_a_crash(tmp_path: Path) -> None:
     qps = {**runs.SEED_F4, ("cold", 100): 0}
     run = runs.resolver_run(tmp_path, qps)
     expect(run, "F4.warm-over-cold", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F4.warm-scales-with-q never checks the warm pass is "
-                   "warm: a 'warm' pass as slow as the cold one (300 ms, qps = q / latency) "
-                   "passes on plain closed-loop scaling")
 def test_f4_warm_scales_without_a_warm_cache_is_not_a_pass(tmp_path: Path) -> None:
     cells = []
     for cache in ("cold", "warm"):
@@ -322,16 +270,12 @@ def test_f4_warm_over_cold_holds_on_the_seed(tmp_path: Path) -> None:
 AUTH_DEFAULT = {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow": "0"}
 
 
-@pytest.mark.xfail(strict=True, reason="F5.tso-win-divisor passes on latency alone: +10 % "
-                   "qps with +2 % latency is called 'slower'")
 def test_f5_tso_more_qps_slightly_more_latency_is_not_a_pass(tmp_path: Path) -> None:
     run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.10},
                               latency_gain={"tso-win-divisor-1": 1.02}, trials=10)
     expect(run, "F5.tso-win-divisor", "not_reproduced")
 
 
-@pytest.mark.xfail(strict=True, reason="F5.abort-on-overflow: the control's own read-back "
-                   "is never checked; a default already at abort_on_overflow=1 is compared")
 def test_f5_abort_control_already_aborting_is_not_applicable(tmp_path: Path) -> None:
     aborting = {"auth": {**AUTH_DEFAULT, "net.ipv4.tcp_abort_on_overflow": "1"}}
     run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08},
@@ -339,8 +283,6 @@ def test_f5_abort_control_already_aborting_is_not_applicable(tmp_path: Path) -> 
     expect(run, "F5.abort-on-overflow", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F5 cells are picked by a '1' read back on ANY node: "
-                   "the setting on the client only (server at 0) is judged as the server's")
 def test_f5_abort_set_on_the_client_only_is_not_applicable(tmp_path: Path) -> None:
     client_only = {"auth": AUTH_DEFAULT,
                    "client": {"net.ipv4.tcp_abort_on_overflow": "1"}}
@@ -349,8 +291,6 @@ def test_f5_abort_set_on_the_client_only_is_not_applicable(tmp_path: Path) -> No
     expect(run, "F5.abort-on-overflow", "not_applicable")
 
 
-@pytest.mark.xfail(strict=True, reason="F5 _saturated returns 0.0 (saturated) when target_qps "
-                   "is blank, its docstring says 1.0: a capped run is judged")
 def test_f5_unknown_offered_rate_is_not_taken_as_saturated(tmp_path: Path) -> None:
     run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 0.85}, capped=True)
     for trials in run.glob("cells/*/trials.csv"):
