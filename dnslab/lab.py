@@ -173,7 +173,8 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
         check = health_check(rendered, node)
         state.nodes[node.name] = NodeState(
             name=node.name, role=node.role, server=node.server, address=str(node.address),
-            netns="", log=str(logs / f"{node.name}.log"), health=check.name if check else "")
+            netns="", log=str(render.log_file(rendered.root, node.name)),
+            health=check.name if check else "")
     return state
 
 

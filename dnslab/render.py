@@ -206,18 +206,61 @@ def node_sysctls(rendered: RenderedLab, node: Node) -> dict[str, str]:
     return {**node.sysctls, **rendered.data.sysctls.get(node.name, {})}
 
 
+def node_visible_roots() -> list[Path]:
+    """The one rule for files a node reads: they live under the build folder (configs,
+    zones, query files, tools) or the results folder (per-run inputs). Both are mounted
+    into every container at the same absolute path, so a path that works on the host
+    works in every node, on both runtimes."""
+    return [paths.BUILD.resolve(), paths.RESULTS.resolve()]
+
+
+def node_visible(path: Path) -> bool:
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(root) for root in node_visible_roots())
+
+
+def log_file(root: Path, node: str) -> Path:
+    """Where a node's daemon writes its output (both runtimes): `<lab folder>/logs/<node>.log`."""
+    return root / "logs" / f"{node}.log"
+
+
+def _per_node_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
+    """The keys Docker can set in a container's own namespace; host-wide ones (refused or,
+    when allowed, set on the host) are the runtime's business after deploy."""
+    if not sysctls:
+        return {}
+    from dnslab.sysctl import split_per_node
+
+    try:
+        per_node, _ = split_per_node(list(sysctls))
+    except LabError:  # no root to probe a namespace: leave the decision to deploy time
+        return sysctls
+    return {k: v for k, v in sysctls.items() if k in per_node}
+
+
 def write_clab_file(rendered: RenderedLab) -> Path:
-    """The deployable containerlab file: the source topology plus binds, env and sysctls."""
+    """The deployable containerlab file: the source topology plus binds, env and sysctls.
+
+    Nodes get `network-mode: none`: no management network, so a container's only route is
+    the lab LAN on eth1 (as on the netns runtime) and no packet can leave the machine."""
     topo = yaml.safe_load(rendered.topology.path.read_text())
     all_zones = [*rendered.data.zones, *(z for zs in rendered.data.node_zones.values() for z in zs)]
-    zone_dirs = sorted({str(z.path.parent) for z in all_zones})
-    extra = [str(p) for p in rendered.data.extra_binds]
+    roots = [str(r) for r in node_visible_roots()]
+    outside = sorted({str(z.path.parent.resolve()) for z in all_zones
+                      if not node_visible(z.path.parent)})
+    for extra in rendered.data.extra_binds:
+        if not node_visible(extra):
+            raise LabError(f"{extra} is outside the folders every node sees",
+                           hint="write files a node reads under " + " or ".join(roots))
     for node in rendered.topology.nodes.values():
         spec = topo["topology"]["nodes"][node.name] or {}
         node_dir = str(rendered.node_dir(node.name))
-        spec["binds"] = [f"{d}:{d}" for d in [node_dir, *zone_dirs, *extra]]
-        spec["env"] = {**(spec.get("env") or {}), "DNSLAB_NODE_DIR": node_dir}
-        sysctls = node_sysctls(rendered, node)
+        own = [] if node_visible(Path(node_dir)) else [node_dir]
+        spec["binds"] = [f"{d}:{d}" for d in [*roots, *own, *outside]]
+        spec["network-mode"] = "none"
+        spec["env"] = {**(spec.get("env") or {}), "DNSLAB_NODE_DIR": node_dir,
+                       "DNSLAB_LOG": str(log_file(rendered.root, node.name))}
+        sysctls = _per_node_sysctls(node_sysctls(rendered, node))
         if sysctls:
             spec["sysctls"] = sysctls
         topo["topology"]["nodes"][node.name] = spec

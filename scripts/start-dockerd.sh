@@ -2,6 +2,12 @@
 # Start a Docker engine for the lab if none answers; `--stop` stops only the
 # dockerd this script started (recorded in build/dockerd.pid).
 #
+# When this host's capability bounding set lacks capabilities, privileged
+# containers (containerlab starts every node privileged) cannot start under
+# plain runc; the dockerd started here then gets scripts/runc-capdrop (runc
+# minus those capabilities) as its default OCI runtime, and says which it
+# drops. An engine that already answers is used as it is, never reconfigured.
+#
 #   scripts/start-dockerd.sh          # ensure an engine answers (waits up to 60 s)
 #   scripts/start-dockerd.sh --stop   # stop the dockerd we started, if any
 #   scripts/start-dockerd.sh --status # exit 0 when an engine answers
@@ -71,9 +77,16 @@ if pid=$(our_pid); then
     echo "dockerd (pid $pid) started earlier is not answering yet; waiting"
 else
     mkdir -p "$BUILD"
+    set --
+    dropped=$("$REPO/scripts/runc-capdrop" --list)
+    if [ "$dropped" != "(none)" ]; then
+        echo "the capability bounding set lacks $dropped: dockerd's default runtime is" \
+            "scripts/runc-capdrop (runc without $dropped)"
+        set -- --add-runtime "dnslab-runc=$REPO/scripts/runc-capdrop" --default-runtime dnslab-runc
+    fi
     echo "starting dockerd (log: $LOG)"
     # setsid: the engine must outlive the shell (and test session) that started it.
-    setsid dockerd >>"$LOG" 2>&1 </dev/null &
+    setsid dockerd "$@" >>"$LOG" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
 fi
 i=0

@@ -1,24 +1,32 @@
 """The containerlab runtime: the rendered topology deployed with `containerlab deploy`.
 
 Every node is a container from `images/`; its entrypoint reads the same rendered node folder
-the netns runtime uses (bind-mounted at the same absolute path). The lab bridge is a host
-Linux bridge with no address, created before deploy and removed after destroy. A node held
-back for a cold start waits in its entrypoint until its `hold` file is removed.
+the netns runtime uses, and every file a node reads lives under the build or results folder,
+both mounted at the same absolute path (render.node_visible_roots). The entrypoint appends the
+daemon's output to the same log file the netns runtime writes, so log followers work alike.
+Containers run with `network-mode: none`: their only interface besides lo is eth1 on the lab
+bridge, a host Linux bridge with no address, created before deploy and removed after
+destroy, so no node has a route off the machine. Sysctls are applied and read back in each
+container's namespace exactly as on the netns runtime. A node held back for a cold start
+waits in its entrypoint until its `hold` file is removed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+import yaml
+
 from dnslab import paths, sysctl
 from dnslab.errors import LabError
 from dnslab.netns import ip
-from dnslab.render import RenderedLab
-from dnslab.runtime.base import LabState, Runtime
+from dnslab.render import RenderedLab, log_file, node_visible_roots
+from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.topology import Topology
 
 HOLD_FILE = "hold"
@@ -35,6 +43,51 @@ def docker_works() -> bool:
     if shutil.which("docker") is None:
         return False
     return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
+def containerlab_version(binary: str) -> tuple[int, ...] | None:
+    proc = subprocess.run([binary, "version"], capture_output=True, text=True)
+    found = re.search(r"version:\s*v?(\d+)\.(\d+)\.(\d+)", proc.stdout)
+    return tuple(int(x) for x in found.groups()) if found else None
+
+
+def is_project_build(binary: str) -> bool:
+    """Our own build (make containerlab), which carries the no-/proc/modules change."""
+    return Path(binary) == paths.BIN / "containerlab"
+
+
+def engine_default_runtime() -> str:
+    return subprocess.run(["docker", "info", "--format", "{{.DefaultRuntime}}"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def missing_images(topology: Topology) -> list[str]:
+    """Images the topology's nodes need that the Docker engine does not have."""
+    wanted = sorted({node.image for node in topology.nodes.values() if node.image})
+    if not wanted:
+        return []
+    proc = _docker("image", "inspect", "--format", "{{.Id}}", *wanted, check=False)
+    if proc.returncode == 0:
+        return []
+    return [image for image in wanted
+            if _docker("image", "inspect", image, check=False).returncode != 0]
+
+
+def lab_bridge_ports(lab: str) -> list[str]:
+    """The host-side veth names of a lab's links (their bridge endpoints)."""
+    rendered_file = paths.LABS_STATE / lab / f"{lab}.clab.yml"
+    try:
+        topo = yaml.safe_load(rendered_file.read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    nodes = topo.get("topology", {}).get("nodes", {})
+    ports = []
+    for link in topo.get("topology", {}).get("links", []) or []:
+        for end in link.get("endpoints", []):
+            node, _, iface = str(end).partition(":")
+            if (nodes.get(node) or {}).get("kind") == "bridge":
+                ports.append(iface)
+    return ports
 
 
 def container(lab: str, node: str) -> str:
@@ -75,6 +128,10 @@ class ClabRuntime(Runtime):
             out = _docker("ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}",
                           check=False).stdout
             found += [f"container {n}" for n in out.split() if n.startswith(prefix)]
+        labs = [lab] if lab else [p.parent.name for p in paths.LABS_STATE.glob("*/bridge")]
+        for name in labs:
+            found += [f"veth {port}" for port in lab_bridge_ports(name)
+                      if Path(f"/sys/class/net/{port}").exists()]
         for state_dir in paths.LABS_STATE.glob("*/bridge"):
             bridge = state_dir.read_text().strip()
             if (lab is None or state_dir.parent.name == lab) and Path(
@@ -92,6 +149,8 @@ class ClabRuntime(Runtime):
         ip("link", "set", bridge, "up")
         for name in hold | later:
             (rendered.node_dir(name) / HOLD_FILE).write_text("held for a cold start\n")
+        for root in node_visible_roots():
+            root.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run([containerlab_binary() or "containerlab", "deploy", "-t",
                                str(rendered.clab_file), "--reconfigure"],
                               capture_output=True, text=True)
@@ -104,11 +163,10 @@ class ClabRuntime(Runtime):
             pid = info["State"]["Pid"]
             state.nodes[node.name].netns = f"/proc/{pid}/ns/net"
             state.nodes[node.name].pid = pid
-            requested = dict(info["HostConfig"].get("Sysctls") or {})
-            state.nodes[node.name].sysctls_requested = requested
-            read_back = sysctl.read_in_netns(f"/proc/{pid}/ns/net", sorted(requested))
-            state.nodes[node.name].sysctls = {k: v for k, v in read_back.items() if v is not None}
-            state.nodes[node.name].log = f"docker logs {container(topo.name, node.name)}"
+            state.nodes[node.name].log = str(log_file(rendered.root, node.name))
+        from dnslab.runtime.netns import apply_sysctls
+
+        apply_sysctls(rendered, state)
         state.save()
 
     def start_node(self, state: LabState, node: str) -> None:
@@ -136,7 +194,9 @@ class ClabRuntime(Runtime):
             kind, ident = item.split(" ", 1)
             if kind == "container":
                 _docker("rm", "-f", ident, check=False)
-            elif kind == "bridge":
+            elif kind in ("bridge", "veth"):
                 ip("link", "delete", ident, check=False)
             removed.append(item)
+        restored = sysctl.restore_host(host_sysctl_file(lab))
+        removed += [f"host sysctl {k} restored to {v}" for k, v in restored.items()]
         return removed

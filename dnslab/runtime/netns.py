@@ -118,6 +118,31 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
         time.sleep(0.02)
 
 
+def apply_sysctls(rendered: RenderedLab, state: LabState) -> None:
+    """Set each node's sysctls in its namespace (host-wide keys only when allowed, and then
+    restored at lab down) and record what the kernel reads back, on either runtime."""
+    allow_host = os.environ.get("DNSLAB_ALLOW_HOST_SYSCTLS") == "1"
+    for node in rendered.topology.nodes.values():
+        ns = state.nodes[node.name].netns
+        wanted = {**BASE_SYSCTLS, **node_sysctls(rendered, node)}
+        state.nodes[node.name].sysctls_requested = dict(sorted(wanted.items()))
+        per_ns, host_wide = sysctl.split_host_wide(ns, list(wanted))
+        if host_wide and not allow_host:
+            # refused, never silently: recorded with the node and said once here
+            state.nodes[node.name].sysctls_refused = {k: wanted[k] for k in host_wide}
+            print(f"sysctl: node {node.name}: not applied (host-wide on this kernel): "
+                  f"{', '.join(host_wide)}; ALLOW_HOST_SYSCTLS=1 changes the host "
+                  "(restored at lab down)", file=sys.stderr)
+            host_wide = []
+        readback = sysctl.apply_in_netns(ns, {k: wanted[k] for k in per_ns})
+        if host_wide:
+            readback.update(sysctl.apply_host({k: wanted[k] for k in host_wide},
+                                              host_sysctl_file(state.lab)))
+        current = sysctl.read_in_netns(ns, [k for k in READBACK if k not in readback])
+        readback.update({k: v for k, v in current.items() if v is not None})
+        state.nodes[node.name].sysctls = dict(sorted(readback.items()))
+
+
 class NetnsRuntime(Runtime):
     name = "netns"
 
@@ -176,33 +201,11 @@ class NetnsRuntime(Runtime):
             ip("-n", ns, "addr", "add", node.cidr, "dev", "eth1")
             ip("-n", ns, "link", "set", "eth1", "up")
             state.nodes[node.name].netns = netns_path(ns)
-        self._apply_sysctls(rendered, state)
+        apply_sysctls(rendered, state)
         state.save()
         for node in topo.nodes.values():
             if node.server != "tools" and node.name not in hold | later:
                 self.start_node(state, node.name)
-
-    def _apply_sysctls(self, rendered: RenderedLab, state: LabState) -> None:
-        allow_host = os.environ.get("DNSLAB_ALLOW_HOST_SYSCTLS") == "1"
-        for node in rendered.topology.nodes.values():
-            ns = state.nodes[node.name].netns
-            wanted = {**BASE_SYSCTLS, **node_sysctls(rendered, node)}
-            state.nodes[node.name].sysctls_requested = dict(sorted(wanted.items()))
-            per_ns, host_wide = sysctl.split_host_wide(ns, list(wanted))
-            if host_wide and not allow_host:
-                # refused, never silently: recorded with the node and said once here
-                state.nodes[node.name].sysctls_refused = {k: wanted[k] for k in host_wide}
-                print(f"sysctl: node {node.name}: not applied (host-wide on this kernel): "
-                      f"{', '.join(host_wide)}; ALLOW_HOST_SYSCTLS=1 changes the host "
-                      "(restored at lab down)", file=sys.stderr)
-                host_wide = []
-            readback = sysctl.apply_in_netns(ns, {k: wanted[k] for k in per_ns})
-            if host_wide:
-                readback.update(sysctl.apply_host({k: wanted[k] for k in host_wide},
-                                                  host_sysctl_file(state.lab)))
-            current = sysctl.read_in_netns(ns, [k for k in READBACK if k not in readback])
-            readback.update({k: v for k, v in current.items() if v is not None})
-            state.nodes[node.name].sysctls = dict(sorted(readback.items()))
 
     def start_node(self, state: LabState, node: str) -> None:
         info = state.nodes[node]
