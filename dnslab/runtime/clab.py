@@ -30,6 +30,7 @@ from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.topology import Topology
 
 HOLD_FILE = "hold"
+MGMT_NETWORK = "clab"
 
 
 def containerlab_binary() -> str | None:
@@ -59,6 +60,16 @@ def is_project_build(binary: str) -> bool:
 def engine_default_runtime() -> str:
     return subprocess.run(["docker", "info", "--format", "{{.DefaultRuntime}}"],
                           capture_output=True, text=True).stdout.strip()
+
+
+def _mgmt_network_orphaned() -> bool:
+    """containerlab's management network (the nodes do not use it: network-mode none) is
+    shared by every containerlab lab on the host; it is ours to remove once no containerlab
+    container is left."""
+    containers = _docker("ps", "-a", "--filter", "label=containerlab", "--format",
+                         "{{.Names}}", check=False).stdout.split()
+    exists = _docker("network", "inspect", MGMT_NETWORK, check=False).returncode == 0
+    return exists and not containers
 
 
 def missing_images(topology: Topology) -> list[str]:
@@ -128,6 +139,8 @@ class ClabRuntime(Runtime):
             out = _docker("ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}",
                           check=False).stdout
             found += [f"container {n}" for n in out.split() if n.startswith(prefix)]
+            if lab is None and _mgmt_network_orphaned():
+                found.append(f"network {MGMT_NETWORK}")
         labs = [lab] if lab else [p.parent.name for p in paths.LABS_STATE.glob("*/bridge")]
         for name in labs:
             found += [f"veth {port}" for port in lab_bridge_ports(name)
@@ -197,6 +210,9 @@ class ClabRuntime(Runtime):
             elif kind in ("bridge", "veth"):
                 ip("link", "delete", ident, check=False)
             removed.append(item)
+        if shutil.which("docker") and docker_works() and _mgmt_network_orphaned():
+            _docker("network", "rm", MGMT_NETWORK, check=False)
+            removed.append(f"network {MGMT_NETWORK}")
         restored = sysctl.restore_host(host_sysctl_file(lab))
         removed += [f"host sysctl {k} restored to {v}" for k, v in restored.items()]
         return removed

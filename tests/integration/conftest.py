@@ -1,9 +1,12 @@
-"""Shared by the experiment integration tests: a results folder of their own, the figures of
-every cell of a finished run (read through the results contract), and the run's analysis,
-checked against the run's own data."""
+"""Shared by the integration tests: the runtimes they run on (each test that takes `runtime`
+runs on netns and on clab), a results folder of their own, the figures of every cell of a
+finished run (read through the results contract), and the run's analysis, checked against
+the run's own data."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -11,6 +14,51 @@ import pytest
 from analysis import run_analysis
 from analysis.rundata import load_run
 from dnslab import experiment, paths
+
+RUNTIMES = ["netns", "clab"]
+
+
+@pytest.fixture(scope="session")
+def clab_ready() -> None:
+    """Make the clab runtime usable as CI must, by itself: containerlab built (make
+    containerlab), a Docker engine answering (scripts/start-dockerd.sh, stopped by .ci/run)
+    and the node images built. Fails, never skips, when that does not work: both runtimes
+    are part of the suite."""
+    from dnslab.runtime import clab_unusable_reason
+
+    for script in ("build-containerlab.sh", "start-dockerd.sh", "build-images.sh"):
+        proc = subprocess.run([str(paths.REPO / "scripts" / script)], capture_output=True,
+                              text=True, timeout=1800)
+        if proc.returncode != 0:
+            pytest.fail(f"scripts/{script} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    reason = clab_unusable_reason()
+    if reason is not None:
+        pytest.fail(f"the clab runtime cannot run here: {reason}")
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request) -> str:
+    """The runtime a test runs on: each such test runs once per runtime."""
+    if request.param == "clab":
+        request.getfixturevalue("clab_ready")
+    return request.param
+
+
+_RUNS: dict[tuple[str, tuple[str, ...]], experiment.Run] = {}
+
+
+def run_once(name: str, args: list[str]) -> experiment.Run:
+    """Run an experiment, or return the run this session already made with the same
+    arguments (the parity test compares the runs the per-runtime tests made)."""
+    key = (name, tuple(args))
+    if key not in _RUNS:
+        _RUNS[key] = experiment.run_experiment(name, list(args))
+    return _RUNS[key]
+
+
+def verdict_statuses(run: experiment.Run) -> dict[str, str]:
+    summary = json.loads((run.path / "summary.json").read_text())
+    return {v["claim_id"]: v["status"] for v in summary["verdicts"]}
 
 
 @pytest.fixture

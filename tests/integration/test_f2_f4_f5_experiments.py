@@ -1,5 +1,5 @@
-"""dnsdist-listeners (F2), resolver-cache (F4) and tcp-sysctl (F5) at SCALE=ci on the netns
-runtime with real dnsdist, NSD, Unbound and Knot, driven by real dnsperf and resperf.
+"""dnsdist-listeners (F2), resolver-cache (F4) and tcp-sysctl (F5) at SCALE=ci on both
+runtimes with real dnsdist, NSD, Unbound and Knot, driven by real dnsperf and resperf.
 
 What is checked is that each run measures what its analysis needs and that the lab's own
 guarantees hold (nothing leaves the resolver, profiles reach the kernel); the findings'
@@ -24,8 +24,8 @@ def rows(path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_dnsdist_refuses_the_flood_in_every_variant(results):
-    run = experiment.run_experiment("dnsdist-listeners", ["SCALE=ci", "RUNTIME=netns"])
+def test_dnsdist_refuses_the_flood_in_every_variant(results, runtime):
+    run = experiment.run_experiment("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     assert set(figures) == {"variant=ceiling", "variant=untuned", "variant=tuned"}
@@ -51,8 +51,8 @@ def test_dnsdist_refuses_the_flood_in_every_variant(results):
     assert somaxconn == "65535"
 
 
-def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results):
-    run = experiment.run_experiment("resolver-cache", ["SCALE=ci", "RUNTIME=netns"])
+def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime):
+    run = experiment.run_experiment("resolver-cache", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     for q in (100, 200, 300):
@@ -79,8 +79,8 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results):
     assert "ok" in flush
 
 
-def test_tcp_sysctl_trials_and_statistics(results):
-    run = experiment.run_experiment("tcp-sysctl", ["SCALE=ci", "RUNTIME=netns"])
+def test_tcp_sysctl_trials_and_statistics(results, runtime):
+    run = experiment.run_experiment("tcp-sysctl", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     capacity = figures["phase=capacity"]["capacity_qps"]

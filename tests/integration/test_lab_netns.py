@@ -1,7 +1,9 @@
-"""The netns runtime end to end with real daemons: up, one real query per server kind, down.
+"""Both runtimes end to end with real daemons: up, one real query per server kind, no route
+off any node, per-node sysctls read back, down leaving nothing (tests taking `runtime` run
+once on netns and once on clab).
 
-Also the teardown rules: nothing is left after `lab down`, after a failed `lab up`, after the
-runner is killed, and after Ctrl-C.
+Also the teardown rules on the netns runtime: nothing is left after a failed `lab up`, after
+the runner is killed, and after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dnslab import lab as lab_engine
 from dnslab import netns, topology
 from dnslab.errors import LabError
 from dnslab.render import reference_data
+from dnslab.runtime.clab import MGMT_NETWORK
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -25,20 +29,42 @@ DNSLAB = [sys.executable, "-m", "dnslab.cli"]
 
 
 def nothing_left(lab: str) -> None:
+    """No namespace, container, veth, bridge, state or process of the lab, and no
+    containerlab management network once no containerlab container is left."""
     assert lab_engine.leftovers(lab) == []
     assert not [ns for ns in netns.list_namespaces() if ns.startswith(f"dnslab-{lab}-")]
     assert not (REPO / "build" / "labs" / lab / "state.json").exists()
+    node_dirs = str(REPO / "build" / "labs" / lab / "nodes")
+    running = [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
+               if any(node_dirs in arg for arg in p.info["cmdline"] or [])]
+    assert running == []
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        containers = subprocess.run(["docker", "ps", "-aq", "--filter", "label=containerlab"],
+                                    capture_output=True, text=True).stdout.split()
+        network = subprocess.run(["docker", "network", "inspect", MGMT_NETWORK],
+                                 capture_output=True)
+        assert containers or network.returncode != 0
+
+
+# a per-node sysctl (only sec-bind's port range differs) to read back from inside the nodes
+SEC_BIND_PORTS = "2048 65500"
 
 
 @pytest.fixture
-def reference():
+def reference(runtime, tmp_path):
     lab_engine.down("reference")
-    handle = lab_engine.up("reference", runtime="netns", quiet=True)
+    data = reference_data(topology.load("reference"), tmp_path)
+    data.sysctls = {"sec-bind": {"net.ipv4.ip_local_port_range": SEC_BIND_PORTS}}
+    handle = lab_engine.up("reference", runtime=runtime, data=data, quiet=True)
     try:
         yield handle
     finally:
         lab_engine.down("reference")
         nothing_left("reference")
+
+
+def test_the_lab_runs_on_the_runtime_asked_for(reference, runtime):
+    assert reference.state.runtime == runtime
 
 
 def test_each_server_kind_answers_a_real_query(reference):
@@ -80,6 +106,12 @@ def test_resolver_root_hints_point_only_into_the_lab(reference):
 def test_per_node_sysctls_are_applied_and_read_back(reference):
     for node in reference.state.nodes.values():
         assert node.sysctls["net.ipv6.conf.all.disable_ipv6"] == "1"
+        inside = reference.run(node.name, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])
+        assert " ".join(inside.stdout.split()) == node.sysctls["net.ipv4.ip_local_port_range"]
+    assert reference.state.nodes["sec-bind"].sysctls["net.ipv4.ip_local_port_range"] == \
+        SEC_BIND_PORTS
+    assert reference.state.nodes["primary"].sysctls["net.ipv4.ip_local_port_range"] != \
+        SEC_BIND_PORTS
 
 
 def test_lab_exec_runs_in_the_node(reference):
@@ -89,8 +121,8 @@ def test_lab_exec_runs_in_the_node(reference):
     assert proc.stdout.strip() == "192.0.2.1"
 
 
-def test_second_up_is_refused_with_a_hint(reference):
-    proc = subprocess.run([*DNSLAB, "lab", "up", "--runtime", "netns"],
+def test_second_up_is_refused_with_a_hint(reference, runtime):
+    proc = subprocess.run([*DNSLAB, "lab", "up", "--runtime", runtime],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2
     assert "already up" in proc.stderr and "Traceback" not in proc.stderr

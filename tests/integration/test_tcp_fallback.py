@@ -1,4 +1,4 @@
-"""tcp-fallback at SCALE=ci on the netns runtime with real BIND (and Knot and NSD) secondaries.
+"""tcp-fallback at SCALE=ci on both runtimes with real BIND (and Knot and NSD) secondaries.
 
 The CI scale runs three short, low-rate stair steps per cell, far below any capacity, so the
 assertions are about what the lab measures, not about where the server breaks: the TCP share
@@ -21,8 +21,8 @@ from tests.integration.conftest import analysed, cell_figures
 pytestmark = pytest.mark.integration
 
 
-def test_bind_stair_measures_the_tcp_share_the_answers_predict(results):
-    run = experiment.run_experiment("tcp-fallback", ["SCALE=ci", "RUNTIME=netns"])
+def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime):
+    run = experiment.run_experiment("tcp-fallback", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     assert set(figures) == {f"server=bind,records={r},tuning={t}"
@@ -69,9 +69,9 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results):
     assert len(monitor.read_text().splitlines()) > 5
 
 
-def test_knot_and_nsd_add_nothing_for_naptr(results):
+def test_knot_and_nsd_add_nothing_for_naptr(results, runtime):
     run = experiment.run_experiment("tcp-fallback", [
-        "SCALE=ci", "RUNTIME=netns", "SERVERS=knot,nsd", "RECORDS=after", "TUNINGS=untuned",
+        "SCALE=ci", f"RUNTIME={runtime}", "SERVERS=knot,nsd", "RECORDS=after", "TUNINGS=untuned",
         "STAIR_STOP=200"])
     analysed(run)
     figures = cell_figures(run)
@@ -109,14 +109,14 @@ def bind916_image():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_bind916_from_its_image_fills_the_additional_section(results, bind916_image):
+def test_bind916_from_its_image_fills_the_additional_section(results, runtime, bind916_image):
     """The netns runtime runs the image node sec-bind916 from the image's file system: the
     server under test really is BIND 9.16, and its TAC answer holds every record of the
     modelled full response (the additional section the seed's BIND sent), while the TCP share
     is unchanged (the answer was truncated over UDP either way). As a secondary it compresses
     less than the model (seen: 17,907 B for the 14,616 B modelled), so bytes are a floor."""
     run = experiment.run_experiment("tcp-fallback", [
-        "SCALE=ci", "RUNTIME=netns", "SERVERS=bind916", "RECORDS=before", "TUNINGS=tuned",
+        "SCALE=ci", f"RUNTIME={runtime}", "SERVERS=bind916", "RECORDS=before", "TUNINGS=tuned",
         "STAIR_STOP=200"])
     analysed(run)
     f = cell_figures(run)["server=bind916,records=before,tuning=tuned"]
