@@ -90,7 +90,7 @@ dockerd-stop:
 images: docker-setup
 	@scripts/build-images.sh
 
-bench-lab: setup
+bench-lab: setup containerlab images
 	@$(PY) -m bench.bench_lab
 
 bench-zones: $(VENV)/.installed

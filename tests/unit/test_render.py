@@ -123,3 +123,25 @@ def test_many_generated_zones_render_into_valid_primary_and_secondary_configs(tm
                                ("sec-knot", "knot.conf", "- domain:"),
                                ("sec-nsd", "nsd.conf", "zone:")):
         assert (lab.node_dir(node) / conf).read_text().count(marker) == 200, node
+
+
+def test_clab_nodes_have_no_management_network_and_see_build_and_results(rendered):
+    clab = yaml.safe_load(rendered.clab_file.read_text())
+    for name, node in clab["topology"]["nodes"].items():
+        if node.get("kind") == "bridge":
+            continue
+        assert node["network-mode"] == "none", name
+        for root in render.node_visible_roots():
+            assert f"{root}:{root}" in node["binds"], name
+        assert node["env"]["DNSLAB_LOG"] == str(render.log_file(rendered.root, name))
+
+
+def test_a_bind_outside_the_node_visible_folders_is_refused(tmp_path):
+    from dnslab.errors import LabError
+
+    topo = topology.load("reference")
+    data = render.reference_data(topo, tmp_path)
+    data.extra_binds = [Path("/srv/elsewhere")]
+    with pytest.raises(LabError) as err:
+        render.render(topo, data, tmp_path)
+    assert "/srv/elsewhere" in err.value.message and "build" in (err.value.hint or "")
