@@ -112,6 +112,16 @@ class Runtime(ABC):
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         """The command line that runs `argv` inside the node."""
 
+    def node_cpu_seconds(self, state: LabState, node: str) -> float | None:
+        """CPU seconds used so far by everything in the node, when the runtime can tell
+        (a container's cgroup); None when a command's own rusage is the measure (netns)."""
+        return None
+
+    def wrap_timeout(self, argv: list[str], timeout: float) -> list[str]:
+        """`argv` made to die after `timeout` s inside the node, where killing the local
+        process would not reach it (docker exec)."""
+        return argv
+
     @abstractmethod
     def destroy(self, lab: str) -> list[str]:
         """Remove everything of the lab (idempotent); return what was removed."""

@@ -14,6 +14,7 @@ waits in its entrypoint until its `hold` file is removed.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -195,6 +196,32 @@ class ClabRuntime(Runtime):
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         return ["docker", "exec", container(state.lab, node), *argv]
+
+    def node_cpu_seconds(self, state: LabState, node: str) -> float | None:
+        """From the container's cgroup (v1 cpuacct.usage or v2 cpu.stat): `docker exec`'s
+        own rusage would only count the docker client, not the tool it started."""
+        pid = state.nodes[node].pid
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if "cpuacct" in controllers.split(","):
+                for mount in ("cpu,cpuacct", "cpuacct", "cpuacct,cpu"):
+                    usage = Path(f"/sys/fs/cgroup/{mount}{path}/cpuacct.usage")
+                    if usage.exists():
+                        return int(usage.read_text()) / 1e9
+            if controllers == "":
+                stat = Path(f"/sys/fs/cgroup{path}/cpu.stat")
+                if stat.exists():
+                    for row in stat.read_text().splitlines():
+                        if row.startswith("usage_usec "):
+                            return int(row.split()[1]) / 1e6
+        return None
+
+    def wrap_timeout(self, argv: list[str], timeout: float) -> list[str]:
+        return ["timeout", "-s", "KILL", str(max(1, math.ceil(timeout))), *argv]
 
     def destroy(self, lab: str) -> list[str]:
         removed: list[str] = []

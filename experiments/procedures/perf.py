@@ -113,10 +113,13 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path,
     child we wait for is the tool itself.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
+    # On clab the local child is `docker exec`: the tool's CPU is the node's cgroup delta
+    # (nothing else runs in a client node) and the time limit is enforced inside the node.
+    node_cpu_before = lab.runtime.node_cpu_seconds(lab.state, node)
     start = time.monotonic()
     with open(out, "w") as handle:
-        proc = lab.popen(node, argv, stdout=handle, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL)
+        proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         try:
@@ -126,6 +129,9 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path,
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - start
     cpu = usage.ru_utime + usage.ru_stime
+    node_cpu_after = lab.runtime.node_cpu_seconds(lab.state, node)
+    if node_cpu_before is not None and node_cpu_after is not None:
+        cpu = node_cpu_after - node_cpu_before
     return out.read_text(errors="replace"), cpu, wall, proc.returncode
 
 
