@@ -339,6 +339,9 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     spec = load_spec(name)
     params = resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
+    if runtime == "auto":
+        # chosen once for the whole run, and said why (every cell then uses the same one)
+        runtime = lab_engine.get_runtime(runtime, lab_engine.topology.load(spec.topology)).name
     lab_name = lab_engine.topology.load(spec.topology).name
     found = lab_engine.leftovers(lab_name)
     if lab_engine.LabState.load(lab_name):

@@ -27,7 +27,8 @@ version=$(awk '$1 == "require" && $2 == "github.com/srl-labs/containerlab" { pri
 PATCH="$SRC/no-proc-modules.patch"
 stamp="$version $(cat "$SRC/go.mod" "$SRC/go.sum" "$SRC/main.go" "$PATCH" | sha256sum | cut -c1-16) $(go env GOVERSION)"
 
-if [ "${1:-}" != --force ] && [ -x "$OUT" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$stamp" ]; then
+if [ "${1:-}" != --force ] && [ -x "$OUT" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$stamp" ] &&
+    [ -f "$OUT.patches" ]; then
     echo "containerlab $version already built: $OUT"
     exit 0
 fi
@@ -59,4 +60,6 @@ GOFLAGS=-mod=mod CGO_ENABLED=0 go build -modfile="$PATCHED/build.mod" -trimpath 
     -o "$OUT.tmp" .
 mv "$OUT.tmp" "$OUT"
 echo "$stamp" >"$STAMP"
+# what the runtime checks before trusting this build on a kernel without /proc/modules
+basename "$PATCH" >"$OUT.patches"
 echo "built $OUT ($(($(stat -c %s "$OUT") / 1000000)) MB) in $(($(date +%s) - start)) s"

@@ -35,10 +35,13 @@ MGMT_NETWORK = "clab"
 
 
 def containerlab_binary() -> str | None:
+    """The user's installed containerlab, as it is; else the project's build (make
+    containerlab)."""
+    installed = shutil.which("containerlab")
+    if installed:
+        return installed
     built = paths.BIN / "containerlab"
-    if built.exists():
-        return str(built)
-    return shutil.which("containerlab")
+    return str(built) if built.exists() else None
 
 
 def docker_works() -> bool:
@@ -54,8 +57,10 @@ def containerlab_version(binary: str) -> tuple[int, ...] | None:
 
 
 def is_project_build(binary: str) -> bool:
-    """Our own build (make containerlab), which carries the no-/proc/modules change."""
-    return Path(binary) == paths.BIN / "containerlab"
+    """Our own build (make containerlab) with the no-/proc/modules change applied."""
+    patches = paths.BIN / "containerlab.patches"
+    return (Path(binary) == paths.BIN / "containerlab" and patches.exists()
+            and "no-proc-modules.patch" in patches.read_text())
 
 
 def engine_default_runtime() -> str:
@@ -102,6 +107,43 @@ def lab_bridge_ports(lab: str) -> list[str]:
     return ports
 
 
+# containerlab treats a missing /proc/modules as "every module built in" from this release on
+# (the project's own build carries that change, tools/containerlab/no-proc-modules.patch)
+NO_PROC_MODULES_OK = (0, 76, 1)
+
+
+def missing_capabilities() -> list[str]:
+    proc = subprocess.run([str(paths.REPO / "scripts" / "runc-capdrop"), "--list"],
+                          capture_output=True, text=True)
+    listed = proc.stdout.strip()
+    return [] if proc.returncode != 0 or listed == "(none)" else listed.split()
+
+
+def clab_unusable_reason(topo: Topology | None = None) -> str | None:
+    """Why containerlab cannot deploy here, or None when it can."""
+    binary = containerlab_binary()
+    if binary is None:
+        return "containerlab is not installed (make containerlab builds it)"
+    if not Path("/proc/modules").exists() and not is_project_build(binary):
+        version = containerlab_version(binary)
+        if version is None or version < NO_PROC_MODULES_OK:
+            return (f"this kernel has no /proc/modules, and the installed containerlab "
+                    f"({binary}) aborts without it before v0.76.1; make containerlab "
+                    "builds one that does not")
+    if not docker_works():
+        return "no Docker engine answers"
+    lacking = missing_capabilities()
+    if lacking and engine_default_runtime() != "dnslab-runc":
+        return (f"the capability bounding set lacks {', '.join(lacking)}, so privileged "
+                "containers fail under this Docker engine (a dockerd started by "
+                "scripts/start-dockerd.sh drops them)")
+    if topo is not None:
+        missing = missing_images(topo)
+        if missing:
+            return f"image {missing[0]} is not built (make images)"
+    return None
+
+
 def container(lab: str, node: str) -> str:
     return f"clab-{lab}-{node}"
 
@@ -118,12 +160,11 @@ class ClabRuntime(Runtime):
     name = "clab"
 
     def preflight(self, rendered: RenderedLab) -> None:
-        binary = containerlab_binary()
-        if binary is None:
-            raise LabError("containerlab is not installed",
-                           hint="install it (https://containerlab.dev/install/) or RUNTIME=netns")
-        if not docker_works():
-            raise LabError("no Docker engine answers", hint="start dockerd, or RUNTIME=netns")
+        reason = clab_unusable_reason()
+        if reason is not None:
+            raise LabError(f"the clab runtime cannot run here: {reason}",
+                           hint="make containerlab images (it starts dockerd too), "
+                                "or RUNTIME=netns")
         self.prepare_nodes(rendered.topology, rendered.topology.nodes)
 
     def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
