@@ -31,6 +31,17 @@ from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.topology import Topology
 
 HOLD_FILE = "hold"
+# Inside a node: SIGTERM to the daemon the entrypoint started, SIGKILL after 2 s, and
+# return once it is gone (the entrypoint reaps it and removes the pid file).
+STOP_DAEMON = """
+f=/run/dnslab-daemon.pid
+[ -f $f ] || exit 0
+kill -TERM "$(cat $f)" 2>/dev/null
+i=0
+while [ -f $f ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
+[ -f $f ] && kill -KILL "$(cat $f)" 2>/dev/null
+while [ -f $f ]; do sleep 0.05; done
+"""
 MGMT_NETWORK = "clab"
 
 
@@ -228,9 +239,14 @@ class ClabRuntime(Runtime):
         (Path(state.root) / "nodes" / node / HOLD_FILE).unlink(missing_ok=True)
 
     def stop_node(self, state: LabState, node: str) -> None:
-        _docker("stop", "-t", "2", container(state.lab, node), check=False)
+        """Stop the daemon, not the container: its network namespace and eth1 stay, so
+        start_node can start it again (the entrypoint holds it while `hold` exists)."""
+        (Path(state.root) / "nodes" / node / HOLD_FILE).write_text("stopped by the lab\n")
+        _docker("exec", container(state.lab, node), "sh", "-c", STOP_DAEMON, check=False)
 
     def node_alive(self, state: LabState, node: str) -> bool:
+        if (Path(state.root) / "nodes" / node / HOLD_FILE).exists():
+            return False
         out = _docker("inspect", "-f", "{{.State.Running}}", container(state.lab, node),
                       check=False).stdout.strip()
         return out == "true"

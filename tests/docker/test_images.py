@@ -276,7 +276,7 @@ def assert_stops_quickly(lab: Lab, container: str) -> None:
 def assert_entrypoint_logged(lab: Lab, container: str, node: str) -> None:
     logs = lab.logs(container)
     assert f"added {REFERENCE.node(node).cidr} to eth1" in logs, logs
-    assert "dnslab-node: exec sh" in logs, logs
+    assert "dnslab-node: start sh" in logs, logs
 
 
 @pytest.fixture(scope="module")
