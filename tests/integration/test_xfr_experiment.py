@@ -106,6 +106,7 @@ def test_both_runtimes_agree_on_xfr_30k_zones(results, request):
 
 def test_zone_sweep_completes_with_verdicts(results, runtime):
     run = experiment.run_experiment("xfr-zone-sweep", ["SCALE=ci", f"RUNTIME={runtime}"])
+    analysed(run)
     figures = cell_figures(run)
     assert figures and verdict_statuses(run)
     for cell_id, fig in figures.items():
