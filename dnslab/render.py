@@ -245,6 +245,8 @@ def write_clab_file(rendered: RenderedLab) -> Path:
     the lab LAN on eth1 (as on the netns runtime) and no packet can leave the machine."""
     topo = yaml.safe_load(rendered.topology.path.read_text())
     all_zones = [*rendered.data.zones, *(z for zs in rendered.data.node_zones.values() for z in zs)]
+    for root in node_visible_roots():
+        root.mkdir(parents=True, exist_ok=True)  # a fresh clone has no results/ yet
     roots = [str(r) for r in node_visible_roots()]
     outside = sorted({str(z.path.parent.resolve()) for z in all_zones
                       if not node_visible(z.path.parent)})
