@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
+from dnslab import cpus, paths
 from dnslab import lab as lab_engine
-from dnslab import paths
 from dnslab.errors import LabError
 from dnslab.monitor import Monitors
 from dnslab.render import LabData
@@ -171,6 +171,8 @@ class Cell:
     lab: lab_engine.Lab | None = None
     monitors: Monitors | None = None
     status: str = "running"
+    # node -> the CPUs it ran on ("any" when not placed), from the lab's state
+    placement: dict[str, str] = field(default_factory=dict)
 
     def up(self, data: LabData, hold: tuple[str, ...] | list[str] = ()) -> lab_engine.Lab:
         # a lab kept from the previous cell (KEEP=1) makes way for this one
@@ -193,6 +195,8 @@ class Cell:
             requested={name: node.sysctls_requested for name, node in nodes.items()},
             refused={name: node.sysctls_refused for name, node in nodes.items()
                      if node.sysctls_refused})
+        self.placement = {name: node.cpu_set or "any" for name, node in nodes.items()}
+        self.run.writer.record_placement(self.cell_id, self.placement)
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
@@ -246,6 +250,16 @@ class Run:
 
     def save_meta(self) -> None:
         self.writer.save_meta()
+
+    def placement(self, generator_cores: int = 1) -> cpus.Placement:
+        """Where the load generator and the server under test run, from the parameters
+        `share_cores`, `generator_cpus`, `server_cpus` (disjoint by default); recorded in
+        meta.json as `placement`."""
+        chosen = cpus.place(str(self.params.get("generator_cpus") or ""),
+                            str(self.params.get("server_cpus") or ""),
+                            bool(self.params.get("share_cores", False)), generator_cores)
+        self.writer.record_run_placement(chosen.as_dict())
+        return chosen
 
     def profile(self, name: str) -> Profile:
         profile = load_profile(name)

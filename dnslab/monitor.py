@@ -5,7 +5,9 @@ namespace sees them: UDP InErrors and RcvbufErrors, TCP ActiveOpens, PassiveOpen
 RetransSegs (/proc/net/snmp), ListenOverflows and ListenDrops (/proc/net/netstat), TCP
 sockets by state (/proc/net/tcp) and TIME_WAIT (/proc/net/sockstat), plus the daemon's CPU
 and RSS (its whole process tree). Rows go to `monitor/<node>.csv` as they are taken, so an
-interrupted run keeps what was measured.
+interrupted run keeps what was measured. Beside them, `monitor/cores.csv` keeps every core's
+busy share per second (`t`, `cpu0`, `cpu1`, ...: % of that second the core was not idle,
+softirq included), which with disjoint CPU sets (dnslab/cpus.py) is each node's whole CPU use.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from dnslab.cpus import CoreSampler
 from dnslab.netns import in_netns
 
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
@@ -160,14 +163,54 @@ class NodeMonitor:
                 self.stop_event.wait(max(0.0, tick - time.monotonic()))
 
 
-class Monitors:
-    """A group of node monitors sharing one time origin."""
+class CoreMonitor:
+    """Samples every core's busy share every `interval` seconds into a CSV file."""
 
-    def __init__(self, out_dir: Path, interval: float = 1.0):
+    def __init__(self, out: Path, interval: float = 1.0, t0: float | None = None):
+        self.out, self.interval = out, interval
+        self.t0 = t0 if t0 is not None else time.monotonic()
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="monitor-cores", daemon=True)
+        self.rows = 0
+
+    def start(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        sampler = CoreSampler()
+        columns = ["t", *(f"cpu{c}" for c in sorted(sampler.last))]
+        with open(self.out, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            tick = time.monotonic()
+            while True:
+                tick += self.interval
+                if self.stop_event.wait(max(0.0, tick - time.monotonic())):
+                    break
+                row: dict[str, object] = {"t": round(time.monotonic() - self.t0, 3)}
+                row.update({f"cpu{c}": v for c, v in sampler.sample().items()})
+                writer.writerow(row)
+                handle.flush()
+                self.rows += 1
+
+
+class Monitors:
+    """A group of node monitors, and the per-core monitor, sharing one time origin."""
+
+    def __init__(self, out_dir: Path, interval: float = 1.0, cores: bool = True):
         self.out_dir = out_dir
         self.interval = interval
         self.t0 = time.monotonic()
         self.monitors: list[NodeMonitor] = []
+        self.cores: CoreMonitor | None = None
+        if cores:
+            self.cores = CoreMonitor(out_dir / "cores.csv", interval, self.t0)
+            self.cores.start()
 
     def add(self, node: str, netns: str, pid: Callable[[], int | None]) -> NodeMonitor:
         monitor = NodeMonitor(node, netns, pid, self.out_dir / f"{node}.csv", self.interval,
@@ -179,3 +222,5 @@ class Monitors:
     def stop(self) -> None:
         for monitor in self.monitors:
             monitor.stop()
+        if self.cores is not None:
+            self.cores.stop()

@@ -22,7 +22,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from dnslab import paths
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.topology import IFACE, LAN, Node, Topology
 
@@ -64,6 +64,9 @@ class LabData:
     # emulated internet: root, TLD and second-level servers); a node listed here serves
     # exactly these zones, every other node gets its role's default (`zones_for`)
     node_zones: dict[str, list[ZoneRef]] = field(default_factory=dict)
+    # per-node CPU placement (containerlab's `cpu-set`, e.g. "1" or "0-1"), over the
+    # topology's own `cpu-set`; an experiment keeps its load generator off the server's cores
+    cpu_sets: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -238,8 +241,15 @@ def _per_node_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in sysctls.items() if k in per_node}
 
 
+def node_cpu_set(rendered: RenderedLab, node: Node) -> str:
+    """The node's CPU placement: the experiment's, else the topology's; "" = any CPU."""
+    wanted = rendered.data.cpu_sets.get(node.name) or node.cpu_set
+    return cpus.check(wanted, node.name) if wanted else ""
+
+
 def write_clab_file(rendered: RenderedLab) -> Path:
-    """The deployable containerlab file: the source topology plus binds, env and sysctls.
+    """The deployable containerlab file: the source topology plus binds, env, sysctls and
+    each node's `cpu-set`.
 
     Nodes get `network-mode: none`: no management network, so a container's only route is
     the lab LAN on eth1 (as on the netns runtime) and no packet can leave the machine."""
@@ -265,6 +275,9 @@ def write_clab_file(rendered: RenderedLab) -> Path:
         sysctls = _per_node_sysctls(node_sysctls(rendered, node))
         if sysctls:
             spec["sysctls"] = sysctls
+        cpu_set = node_cpu_set(rendered, node)
+        if cpu_set:
+            spec["cpu-set"] = cpu_set
         topo["topology"]["nodes"][node.name] = spec
     rendered.clab_file.parent.mkdir(parents=True, exist_ok=True)
     rendered.clab_file.write_text(

@@ -10,14 +10,19 @@ through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are writte
                     ended, complete, topology {name, file, nodes {name: {role, server,
                     address}}}, images, profiles, and cells {cell_id: {params, path, started,
                     ended, status, sysctls {node: {key: value read back}},
-                    sysctls_requested {node: {key: value asked for}}, sysctls_refused}}
+                    sysctls_requested {node: {key: value asked for}}, sysctls_refused,
+                    placement {node: cpu-set or "any"}, affinity {node: CPUs read back
+                    from its running daemon}}}, and, for load experiments, placement
+                    {generator_cpus, server_cpus, shared, host_cpus}
       cells/<dir>/cell.json   schema_version, cell_id, params, figures, status
-      cells/<dir>/...         the procedure's raw data: monitor/<node>.csv, CSV, tool output
+      cells/<dir>/...         the procedure's raw data: monitor/<node>.csv, monitor/cores.csv
+                              (each core's busy % per second), CSV, tool output
       summary.json            written by the analysis (verdicts, derived figures)
       report/                 written by the analysis
 
 Version history: 1 = the runner's layout before this module (no `schema_version` field, no
-`sysctls_requested`); 2 = this one. A reader refuses any other version with one line.
+`sysctls_requested`); 2 = this one (the CPU placement fields are optional: runs before
+them have none). A reader refuses any other version with one line.
 """
 
 from __future__ import annotations
@@ -148,6 +153,20 @@ class RunWriter:
         entry["sysctls_requested"] = {n: dict(sorted(v.items())) for n, v in requested.items()}
         if refused:
             entry["sysctls_refused"] = refused
+        self.save_meta()
+
+    def record_placement(self, cell_id: str, placed: dict[str, str],
+                         affinity: dict[str, str] | None = None) -> None:
+        """Per node of one cell: the cpu-set it was given ("any": none) and the CPU affinity
+        read back from its running daemon (nodes with a daemon only)."""
+        entry = self.meta["cells"][cell_id]
+        entry["placement"] = dict(placed)
+        entry["affinity"] = dict(affinity or {})
+        self.save_meta()
+
+    def record_run_placement(self, placement: dict[str, Any]) -> None:
+        """Where a load experiment put its load generator and its server under test."""
+        self.meta["placement"] = dict(placement)
         self.save_meta()
 
     def write_cell(self, cell_id: str, figures: dict[str, Any], status: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from dnslab import paths
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 
 LAN = ipaddress.IPv4Network("198.18.0.0/24")
@@ -56,6 +56,7 @@ class Node:
     labels: dict[str, str]
     sysctls: dict[str, str]
     bridge_port: str
+    cpu_set: str = ""  # containerlab's `cpu-set` ("" = any CPU), normalised ("0-1,3")
 
     @property
     def address(self) -> ipaddress.IPv4Address:
@@ -204,6 +205,12 @@ def from_dict(raw: object, path: Path) -> Topology:
                         f"add endpoints: [{node_name}:eth1, {bridge}:{node_name}]")
         ordinal += 1
         sysctls = {**(defaults.get("sysctls") or {}), **(spec.get("sysctls") or {})}
+        cpu_set = spec.get("cpu-set", defaults.get("cpu-set"))
+        if cpu_set not in (None, ""):
+            try:
+                cpu_set = cpus.format_set(cpus.parse(cpu_set))
+            except LabError as exc:
+                raise _fail(path, f"node {node_name!r}: {exc.message}", exc.hint or "") from None
         topology.nodes[node_name] = Node(
             name=node_name,
             ordinal=ordinal,
@@ -213,6 +220,7 @@ def from_dict(raw: object, path: Path) -> Topology:
             labels={k: str(v) for k, v in labels.items()},
             sysctls={k: str(v) for k, v in sysctls.items()},
             bridge_port=ports[node_name],
+            cpu_set=cpu_set or "",
         )
         node_address(ordinal)
     if topology.by_role("secondary") and not topology.by_role("primary"):

@@ -33,6 +33,7 @@ class NodeState:
     sysctls_requested: dict[str, str] = field(default_factory=dict)  # what the lab asked for
     # host-wide keys the node asked for but did not get (ALLOW_HOST_SYSCTLS not set)
     sysctls_refused: dict[str, str] = field(default_factory=dict)
+    cpu_set: str = ""  # the CPUs the node runs on ("" = any), containerlab's cpu-set
 
 
 @dataclass

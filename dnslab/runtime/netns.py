@@ -5,6 +5,7 @@ lab bridge, which lives in a namespace of its own (`dnslab-<lab>-<bridge>`), so 
 added to the host's network. A node's daemon runs from the host's Debian packages with the
 rendered configuration, under `ip netns exec`, as a process this runtime starts, logs and
 stops; a node labelled `dnslab.image` runs from its image's file system instead (rootfs.py).
+A node with a `cpu-set` runs its daemon, and every command executed in it, under `taskset`.
 Namespaces have no route anywhere but the lab LAN, so no packet can leave the host.
 """
 
@@ -19,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from dnslab import sysctl
+from dnslab import cpus, sysctl
 from dnslab.errors import LabError
 from dnslab.netns import ip, list_namespaces, namespace_pids, netns_path
 from dnslab.render import RenderedLab, node_sysctls
@@ -218,8 +219,9 @@ class NetnsRuntime(Runtime):
             command = rootfs.chroot_argv(rootfs.ensure_rootfs(image, node), binds,
                                          node_dir / "run.sh")
         with open(info.log, "ab") as log:
+            # the affinity taskset sets is inherited by the daemon and everything it starts
             proc = subprocess.Popen(
-                ["ip", "netns", "exec", ns, *command],
+                cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", ns, *command]),
                 cwd=node_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
@@ -250,7 +252,9 @@ class NetnsRuntime(Runtime):
         return _pid_alive(pid)
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", Path(state.nodes[node].netns).name, *argv]
+        info = state.nodes[node]
+        return cpus.taskset_argv(info.cpu_set,
+                                 ["ip", "netns", "exec", Path(info.netns).name, *argv])
 
     def destroy(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"

@@ -99,6 +99,8 @@ def write_sample_topology(folder: Path) -> Path:
             "binds": [f"{node_dir}:{node_dir}"],
             "env": {"DNSLAB_NODE_DIR": str(node_dir)},
             "cap-add": ["NET_ADMIN"],
+            # containerlab's own CPU placement field, as dnslab renders it (dnslab/cpus.py)
+            "cpu-set": "0",
         }
         links.append({"endpoints": [f"{node}:eth1", f"lan:p{n}"]})
     nodes["lan"] = {"kind": "bridge"}
@@ -159,7 +161,7 @@ def check_topology(clab: Path, topo: Path, labdir_base: Path) -> None:
 
 
 def test_sample_topology_parses(clab: Path, tmp_path: Path) -> None:
-    """labels, sysctls (string and int values), binds, env, cap-add and kind: bridge."""
+    """labels, sysctls (string and int values), binds, env, cap-add, cpu-set, kind: bridge."""
     topo = write_sample_topology(tmp_path)
     check_topology(clab, topo, tmp_path / "labdirs")
 
