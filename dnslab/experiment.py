@@ -196,7 +196,8 @@ class Cell:
             refused={name: node.sysctls_refused for name, node in nodes.items()
                      if node.sysctls_refused})
         self.placement = {name: node.cpu_set or "any" for name, node in nodes.items()}
-        self.run.writer.record_placement(self.cell_id, self.placement)
+        # read back from the running daemons, as the sysctls are: the CPUs each may use
+        self.run.writer.record_placement(self.cell_id, self.placement, _affinities(self.lab))
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
@@ -302,6 +303,18 @@ def _topology_meta(name: str) -> dict[str, Any]:
     return {"name": topo.name, "file": topo.path.name,
             "nodes": {n.name: {"role": n.role, "server": n.server, "address": str(n.address)}
                       for n in topo.nodes.values()}}
+
+
+def _affinities(lab: lab_engine.Lab) -> dict[str, str]:
+    """node -> the CPU affinity of its running daemon (read from the kernel)."""
+    found = {}
+    for name, node in lab.state.nodes.items():
+        if node.pid:
+            try:
+                found[name] = cpus.format_set(os.sched_getaffinity(node.pid))
+            except OSError:
+                continue
+    return found
 
 
 def allow_host_sysctls() -> bool:

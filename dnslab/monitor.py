@@ -2,7 +2,8 @@
 
 For each monitored node a thread joins the node's network namespace and samples, as that
 namespace sees them: UDP InErrors and RcvbufErrors, TCP ActiveOpens, PassiveOpens and
-RetransSegs (/proc/net/snmp), ListenOverflows and ListenDrops (/proc/net/netstat), TCP
+RetransSegs (/proc/net/snmp), ListenOverflows, ListenDrops, TCPSynRetrans and TCPReqQFullDrop
+(/proc/net/netstat), TCP
 sockets by state (/proc/net/tcp) and TIME_WAIT (/proc/net/sockstat), plus the daemon's CPU
 and RSS (its whole process tree). Rows go to `monitor/<node>.csv` as they are taken, so an
 interrupted run keeps what was measured. Beside them, `monitor/cores.csv` keeps every core's
@@ -20,12 +21,13 @@ from pathlib import Path
 
 import psutil
 
-from dnslab.cpus import CoreSampler
+from dnslab.cpus import CoreSampler, parse
 from dnslab.netns import in_netns
 
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
-           "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total"]
+           "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total", "syn_retrans",
+           "req_q_full_drops"]
 
 # /proc/net/tcp state codes
 TCP_ESTABLISHED, TCP_SYN_SENT, TCP_TIME_WAIT = "01", "02", "06"
@@ -82,6 +84,10 @@ def sample_counters() -> dict[str, int]:
         "retrans_segs": snmp["Tcp"]["RetransSegs"],
         "listen_overflows": netstat["TcpExt"].get("ListenOverflows", 0),
         "listen_drops": netstat["TcpExt"].get("ListenDrops", 0),
+        # SYNs this namespace sent again (a client whose SYN was dropped retries after 1 s)
+        "syn_retrans": netstat["TcpExt"].get("TCPSynRetrans", 0),
+        # connection requests dropped because the SYN queue was full (no syncookies)
+        "req_q_full_drops": netstat["TcpExt"].get("TCPReqQFullDrop", 0),
         "tcp_estab": states[TCP_ESTABLISHED],
         "tcp_syn_sent": states[TCP_SYN_SENT],
         "tcp_time_wait": tw if tw is not None else states[TCP_TIME_WAIT],
@@ -224,3 +230,25 @@ class Monitors:
             monitor.stop()
         if self.cores is not None:
             self.cores.stop()
+
+
+def mean_cpu(monitor_csv: Path, t_start: float, t_end: float) -> float | None:
+    """Mean `cpu_pct` of a node monitor's rows with t in (t_start, t_end]."""
+    if not monitor_csv.exists():
+        return None
+    with open(monitor_csv) as handle:
+        values = [float(r["cpu_pct"]) for r in csv.DictReader(handle)
+                  if r["cpu_pct"] and t_start < float(r["t"]) <= t_end]
+    return round(sum(values) / len(values), 1) if values else None
+
+
+def mean_cores(cores_csv: Path, cpu_set: str, t_start: float, t_end: float) -> float | None:
+    """Mean busy % of the cores in `cpu_set` over the rows of `cores.csv` with t in
+    (t_start, t_end]; None when the set is not placed ("" or "any") or nothing was sampled."""
+    if not cpu_set or cpu_set == "any" or not cores_csv.exists():
+        return None
+    columns = [f"cpu{c}" for c in parse(cpu_set)]
+    with open(cores_csv) as handle:
+        values = [float(r[c]) for r in csv.DictReader(handle)
+                  if t_start < float(r["t"]) <= t_end for c in columns if r.get(c)]
+    return round(sum(values) / len(values), 1) if values else None

@@ -256,12 +256,29 @@ def stair(run: Runner, gen: LoadGenerator, start: float, stop: float, step: floa
     if step <= 0 or start <= 0 or stop < start or step_duration <= 0:
         raise LabError("bad stair parameters",
                        hint="need 0 < start <= stop, step > 0, step_duration > 0")
-    criteria = criteria or Criteria()
+    return steps(run, gen, stair_rates(start, stop, step), step_duration, criteria,
+                 stop_after_failures, on_step)
+
+
+def stair_rates(start: float, stop: float, step: float) -> list[float]:
+    """start, start+step, ... up to stop (inclusive)."""
+    if step <= 0 or start <= 0 or stop < start:
+        raise LabError("bad stair parameters", hint="need 0 < start <= stop and step > 0")
     n = int(math.floor((stop - start) / step + 1e-9)) + 1
+    return [start + i * step for i in range(n)]
+
+
+def steps(run: Runner, gen: LoadGenerator, rates: Sequence[float], step_duration: float,
+          criteria: Criteria | None = None, stop_after_failures: int | None = None,
+          on_step: Callable[[StepResult], None] | None = None,
+          first_step: int = 1) -> list[StepResult]:
+    """One judged step per rate, in order, numbered from `first_step`; ends early after
+    `stop_after_failures` failing steps in a row (None: runs every rate)."""
+    criteria = criteria or Criteria()
     results: list[StepResult] = []
     failing = 0
-    for i in range(n):
-        res = run_step(run, gen, i + 1, start + i * step, step_duration, criteria)
+    for i, rate in enumerate(rates):
+        res = run_step(run, gen, first_step + i, rate, step_duration, criteria)
         results.append(res)
         if on_step:
             on_step(res)
@@ -269,6 +286,33 @@ def stair(run: Runner, gen: LoadGenerator, start: float, stop: float, step: floa
         if stop_after_failures and failing >= stop_after_failures:
             break
     return results
+
+
+def geometric_rates(start: float, stop: float, factor: float) -> list[float]:
+    """start, start*factor, ... up to stop (inclusive), rounded to whole qps: a coarse stair
+    whose steps grow with the rate, for a ceiling nobody knows in advance."""
+    if start <= 0 or stop < start or factor <= 1:
+        raise LabError("bad geometric stair", hint="need 0 < start <= stop and factor > 1")
+    rates = [float(round(start))]
+    while rates[-1] * factor <= stop * (1 + 1e-9):
+        rates.append(float(round(rates[-1] * factor)))
+    return rates
+
+
+def fine_rates(coarse: Sequence[StepResult], share: float) -> list[float]:
+    """The fine pass around a coarse stair's knee: from the coarse capacity up to (not
+    including) the first failing rate above it, in steps of at most `share` of the coarse
+    capacity (whole qps). Empty when no step passed, none failed above the capacity, or
+    `share` is 0."""
+    cap = capacity(coarse)
+    if cap is None or share <= 0:
+        return []
+    above = sorted(r.target_qps for r in coarse if not r.passed and r.target_qps > cap)
+    if not above:
+        return []
+    step = max(1.0, math.floor(share * cap))
+    n = int(math.ceil((above[0] - cap) / step))
+    return [cap + i * step for i in range(1, n) if cap + i * step < above[0]]
 
 
 def capacity(results: Sequence[StepResult]) -> float | None:

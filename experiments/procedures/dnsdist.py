@@ -2,89 +2,98 @@
 
 Lab `dnsdist`: `frontend` (dnsdist, `mode=refuse`: `addAction(AllRule(),
 RCodeAction(DNSRCode.REFUSED))`), `sink` (NSD serving only `sink.test.`, so it answers the
-flood with REFUSED too) and `client` (dnsperf over a water-torture query file,
+flood with REFUSED too) and `client` (the load generator, over a water-torture query file,
 `<random label>.<domain> A`).
 
-Cells (one lab each, in this order), `params.variant`:
-- `variant=ceiling`: the same dnsperf command against `sink`. NSD (response rate limiting
-  off) refuses out-of-zone queries from C with no rule engine and one process per core, so
-  it is the cheapest responder the lab has: the qps reached here is the generator's ceiling
-  on this host in this run. A front-end variant that reaches (nearly) this rate was limited
-  by the generator, not by itself; one that exceeds it shows NSD was not the cheaper side
-  (`share_of_ceiling` > 1), and the generator's CPU share (`generator_cpu_pct`, 100 = one
-  core; each dnsperf `-T` thread is a sending and a receiving thread, so one `-T` thread can
-  use up to two cores) is then the evidence to read.
-- `variant=untuned`: one listener (`setLocal(addr)`), no socket options, kernel defaults.
-- `variant=tuned`: one listener per core with `reusePort=true, tcpListenQueueSize=4096` and
-  `cpus={i}`, `setUDPSocketBufferSizes(8388608, 8388608)`,
-  `setUDPMultipleMessagesVectorSize(100)`, and the `dnsdist` sysctl profile on the
-  front-end node. Keys that are host-wide on the running kernel (`netdev_max_backlog`;
-  `rmem_max`/`wmem_max` on kernels that show them read-only in a namespace) are applied
-  only with ALLOW_HOST_SYSCTLS=1, else listed in the cell's `params.sysctls_skipped_host_wide`.
+Placement (dnslab/cpus.py): the client runs on its own core(s) (GENERATOR_CPUS, default the
+last core), `frontend` and `sink` on the others (SERVER_CPUS); SHARE_CORES=1 puts everything
+on every core. The placement is in meta.json and in every cell.
 
-Each cell runs `trials` dnsperf runs of `duration_s` (`-c clients -T threads -q
-outstanding`). Files per cell: `trials.csv` (one row per trial: `trial`, `sent`,
-`completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`, `avg_latency_ms`,
-`max_latency_ms`, `stdev_latency_ms`, `generator_cpu_s`, `wall_s`, `generator_cpu_pct`,
-`rcode_REFUSED`, ...), `dnsperf-<trial>.txt` (raw), `monitor/<server node>.csv`.
+Generators (GENERATOR):
+- `kxdpgun` (default): Knot's XDP generator, an open-loop flood at FLOOD_QPS from the XDP
+  socket of the client's eth1, one sending thread on the first generator CPU; every query
+  from its own source port (the seed's 1,000 workers spread the flood over many sockets,
+  which is what lets reusePort listeners share it). It sends at its rate whatever the server
+  does; answers are counted as they come back.
+- `dnsperf`: the closed-loop tool of the seed's era (`-c CLIENTS` sockets, `-T THREADS`,
+  `-q OUTSTANDING`): its rate follows the answers.
+
+Cells (one lab each, in this order), `params.variant`:
+- `variant=ceiling`: the same generator command against `sink` (NSD, response rate limiting
+  off, refusing out-of-zone queries from C): for kxdpgun its send rate (`offered_qps`) is
+  the generator's ceiling on this placement, for dnsperf the answered rate. A front-end
+  variant within 10 % of it was limited by the generator.
+- `variant=untuned`: one listener (`setLocal(addr)`), no socket options, kernel defaults.
+- `variant=tuned`: one reusePort listener per server core (`cpus={core}`, the server's own
+  cores), `tcpListenQueueSize=4096`, `setUDPSocketBufferSizes(8388608, 8388608)`,
+  `setUDPMultipleMessagesVectorSize(100)` (recvmmsg), and the `dnsdist` sysctl profile on
+  the front-end node. Keys that are host-wide on the running kernel are applied only with
+  ALLOW_HOST_SYSCTLS=1, else listed in the cell's `params.sysctls_skipped_host_wide`.
+  The seed's 1 -> 8 listener scaling needs 8 cores for dnsdist: `server_cores` says how
+  many this run had.
+
+Each cell runs `trials` generator runs of `duration_s`. Files per cell: `trials.csv` (one row
+per trial; kxdpgun: `sent`, `received`, `duration_s`, `offered_qps`, `qps`,
+`failures_per_s`, `generator_cpu_s`, `wall_s`, `generator_cpu_pct`, `rcode_REFUSED`, ...;
+dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
+`avg_latency_ms`, ..., plus `t_start`, `t_end` (s since the cell's monitors started),
+`server_cpu_pct` (the daemon's mean over the trial) and `server_cores_busy_pct`,
+`generator_cores_busy_pct` (monitor/cores.csv over the trial)), `<generator>-<trial>.txt`
+(raw), `monitor/<server node>.csv`, `monitor/cores.csv`.
 `cell.json` figures:
-- `qps`, `failures_per_s`: medians over the trials (failures = dnsperf's "Queries lost",
-  no answer within its timeout, per second of run time);
-- `qps_trials`, `failures_per_s_trials`: every trial;
-- `avg_latency_ms`, `generator_cpu_pct` (dnsperf's CPU time / wall time, 100 = one core;
-  at most 100 x min(cores, 2 x generator_threads)),
+- `qps` (answers per second), `failures_per_s` (queries without answer per second),
+  `offered_qps`: medians over the trials; `qps_trials`, `failures_per_s_trials`;
+- `avg_latency_ms` (dnsperf only), `generator_cpu_pct` (100 = one core),
   `server_cpu_pct` (mean of the monitor's `cpu_pct` for the server node while loaded),
   `udp_rcvbuf_errors` and `udp_in_errors` (increase over the cell in the server's netns);
-- `listeners`, `cores`, `server` (node name), `generator_threads`;
+- `listeners`, `cores` (host), `server_cores`, `server` (node name), `generator`,
+  `generator_threads`;
 - on `tuned` (when `untuned` ran first): `tuned_over_untuned` (qps ratio) and `min_ratio`;
-  on the front-end cells (when `ceiling` ran first): `share_of_ceiling` (qps / ceiling qps)
-  and `limited_by` (`generator` when the share is at least `GENERATOR_BOUND_SHARE`, else
-  `server`).
-
-What "tuned/untuned > 1" can mean on this host is `min_tuned_ratio(cores, threads)`.
+  on the front-end cells (when `ceiling` ran first): `share_of_ceiling` (qps / the ceiling's
+  rate) and `limited_by` (`generator` when the share is at least `GENERATOR_BOUND_SHARE`).
 """
 
 from __future__ import annotations
 
 import csv
-import os
+import time
 from pathlib import Path
 from typing import Any
 
-from dnslab import paths
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
+from dnslab.monitor import mean_cores, mean_cpu
 from dnslab.render import LabData, ZoneRef
 from experiments.procedures import perf
 from zones import queries
 
 VARIANTS = ("ceiling", "untuned", "tuned")
+GENERATORS = ("kxdpgun", "dnsperf")
 SINK_ZONE = "sink.test."
 # a front-end reaching this share of the generator's ceiling was held back by the generator
 GENERATOR_BOUND_SHARE = 0.9
 
 
-def min_tuned_ratio(cores: int, generator_threads: int) -> float:
-    """The lowest tuned/untuned qps ratio that counts as "tuned is faster" on this host.
+def min_tuned_ratio(server_cores: int) -> float:
+    """The lowest tuned/untuned qps ratio that counts as "tuned is faster" in this run.
 
     The seed's 1.9x came from 8 listeners on 8 vCPUs with the load generator on another
-    machine. Here dnsperf runs on the same cores: extra listeners can only help when the
-    front-end has a second core of its own, i.e. `cores - generator_threads >= 2`; then the
-    tuned front-end must be faster (ratio > 1). With fewer free cores (this 2-core machine:
-    2 - 1 = 1) the listeners compete with dnsperf for the same CPU and only recvmmsg and the
-    socket buffers remain, so the claim is "tuned is not slower", within the 10 % run-to-run
-    spread dnsperf shows on a shared host: ratio >= 0.9.
+    machine. Here the generator has its own core(s); extra listeners can only help when
+    dnsdist has at least two cores (then tuned must be faster: ratio > 1). On one server core
+    only recvmmsg and the socket buffers remain, so the claim is "tuned is not slower",
+    within the 10 % run-to-run spread seen on a shared host: ratio >= 0.9.
     """
-    free = cores - generator_threads
-    return 1.0 if free >= 2 else 0.9
+    return 1.0 if server_cores >= 2 else 0.9
 
 
-def frontend_options(variant: str, cores: int) -> dict[str, Any]:
-    """The dnsdist template options of a variant (`topologies/templates/dnsdist`)."""
+def frontend_options(variant: str, server_cpus: list[int]) -> dict[str, Any]:
+    """The dnsdist template options of a variant (`topologies/templates/dnsdist`): tuned gets
+    one reusePort listener per server core, each pinned to its core."""
     if variant == "untuned":
         return {"mode": "refuse", "listeners": 1, "listen_options": ""}
     if variant == "tuned":
-        return {"mode": "refuse", "listeners": cores, "pin_cpus": cores,
+        return {"mode": "refuse", "listeners": len(server_cpus), "cpu_list": server_cpus,
                 "listen_options": "reusePort=true, tcpListenQueueSize=4096",
                 "udp_socket_buffers": 8388608, "recvmmsg_vector": 100}
     raise LabError(f"unknown variant {variant!r}", hint="VARIANTS=" + ",".join(VARIANTS))
@@ -120,12 +129,17 @@ def _monitor_stats(path: Path) -> dict[str, Any]:
 
 
 def listeners(run: Run) -> None:
-    """dnsdist-listeners: the generator's ceiling, then untuned and tuned dnsdist."""
+    """dnsdist-listeners: the generator's ceiling, then untuned and tuned dnsdist, the
+    generator on its own core(s)."""
     params = run.params
-    cores = int(params.get("cores") or os.cpu_count() or 1)
     for variant in params["variants"]:
         if variant not in VARIANTS:
             raise LabError(f"unknown variant {variant!r}", hint="VARIANTS=" + ",".join(VARIANTS))
+    if params["generator"] not in GENERATORS:
+        raise LabError(f"unknown generator {params['generator']!r}",
+                       hint="GENERATOR=" + " or ".join(GENERATORS))
+    placement = run.placement(generator_cores=int(params["generator_cores"]))
+    server_cpus = cpus.parse(placement.server)
     qdir = paths.ZONES_BUILD / "queries"
     qfile = queries.water_torture(qdir, [params["domain"]], count=params["names"],
                                   seed=params["seed"]).path
@@ -138,51 +152,86 @@ def listeners(run: Run) -> None:
         if variant == "tuned":
             sysctls, skipped = perf.profile_sysctls(run, params["profile"])
         # NSD rate-limits answers per /24 by default (RRL, 200/s): off for a load test
-        options: dict[str, dict] = {"sink": {"server-count": cores,
+        options: dict[str, dict] = {"sink": {"server-count": len(server_cpus),
                                              "server": {"rrl-ratelimit": 0}}}
         if variant != "ceiling":
-            options["frontend"] = frontend_options(variant, cores)
+            options["frontend"] = frontend_options(variant, server_cpus)
         data = LabData(zones=[], health_zone=SINK_ZONE, node_zones={"sink": [sink]},
                        node_options=options, sysctls={server: sysctls} if sysctls else {},
-                       extra_binds=[qdir])
-        cell_params = {"variant": variant, "server": server, "cores": cores,
+                       extra_binds=[qdir],
+                       cpu_sets={"client": placement.generator, "frontend": placement.server,
+                                 "sink": placement.server})
+        cell_params = {"variant": variant, "server": server, "cores": placement.cores,
+                       "server_cores": len(server_cpus), "generator": params["generator"],
                        "profile": params["profile"] if variant == "tuned" else "default",
                        "options": options.get(server, {}), "sysctls": sysctls,
-                       "sysctls_skipped_host_wide": skipped}
+                       "sysctls_skipped_host_wide": skipped, "placement": placement.as_dict()}
         with run.cell(f"variant={variant}", cell_params) as cell:
             hold = ["frontend"] if variant == "ceiling" else ["sink"]
             cell.up(data, hold=hold)
-            figures = _flood(cell, server, qfile, params)
-            figures.update({"cores": cores, "server": server,
+            figures = _flood(cell, server, qfile, params, placement)
+            figures.update({"cores": placement.cores, "server_cores": len(server_cpus),
+                            "server": server,
                             "listeners": (options.get("frontend", {}).get("listeners")
                                           if server == "frontend" else None)})
-            ceiling = results.get("ceiling", {}).get("qps")
+            ceiling = results.get("ceiling", {}).get("ceiling_qps")
             if server == "frontend" and ceiling:
-                share = figures["qps"] / ceiling
+                share = max(figures["qps"], figures.get("offered_qps") or 0) / ceiling \
+                    if params["generator"] == "dnsperf" else figures["qps"] / ceiling
                 figures["share_of_ceiling"] = round(share, 3)
                 figures["limited_by"] = "generator" if share >= GENERATOR_BOUND_SHARE else "server"
             untuned = results.get("untuned", {}).get("qps")
             if variant == "tuned" and untuned:
                 figures["tuned_over_untuned"] = round(figures["qps"] / untuned, 3)
-                figures["min_ratio"] = min_tuned_ratio(cores, params["threads"])
+                figures["min_ratio"] = min_tuned_ratio(len(server_cpus))
+            if variant == "ceiling":
+                # open loop: what it managed to send; closed loop: what came back
+                figures["ceiling_qps"] = (figures["offered_qps"]
+                                          if params["generator"] == "kxdpgun" else figures["qps"])
             cell.figures.update(figures)
             results[variant] = figures
 
 
-def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any]) -> dict[str, Any]:
+def _window_means(cell: Cell, server: str, placement: cpus.Placement, t_start: float,
+                  t_end: float) -> dict[str, Any]:
+    monitor = cell.path / "monitor"
+    return {"t_start": round(t_start, 3), "t_end": round(t_end, 3),
+            "server_cpu_pct": mean_cpu(monitor / f"{server}.csv", t_start, t_end),
+            "server_cores_busy_pct": mean_cores(monitor / "cores.csv", placement.server,
+                                                 t_start, t_end),
+            "generator_cores_busy_pct": mean_cores(monitor / "cores.csv",
+                                                    placement.generator, t_start, t_end)}
+
+
+def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any],
+           placement: cpus.Placement) -> dict[str, Any]:
     lab = cell.lab
     assert lab is not None
     monitors = cell.monitor([server])
+    generator = params["generator"]
+    remote_mac = perf.interface_mac(lab, server) if generator == "kxdpgun" else ""
     rows = []
     for trial in range(1, params["trials"] + 1):
-        result = perf.dnsperf(lab, "client", lab.address(server), qfile,
-                              cell.path / f"dnsperf-{trial}.txt",
-                              duration_s=params["duration_s"], clients=params["clients"],
-                              threads=params["threads"], outstanding=params["outstanding"],
-                              timeout_s=params["timeout_s"])
+        t_start = time.monotonic() - monitors.t0
+        if generator == "kxdpgun":
+            result: Any = perf.kxdpgun(
+                lab, "client", lab.address(server), qfile, cell.path / f"kxdpgun-{trial}.txt",
+                duration_s=params["duration_s"], qps=params["flood_qps"],
+                cpu=cpus.parse(placement.generator)[0], remote_mac=remote_mac,
+                batch=params["batch"])
+        else:
+            result = perf.dnsperf(lab, "client", lab.address(server), qfile,
+                                  cell.path / f"dnsperf-{trial}.txt",
+                                  duration_s=params["duration_s"], clients=params["clients"],
+                                  threads=params["threads"], outstanding=params["outstanding"],
+                                  timeout_s=params["timeout_s"])
+        t_end = time.monotonic() - monitors.t0
         if not lab.alive(server):
             raise LabError(f"{server} exited under load", hint=f"its log: {lab.log(server)}")
         rows.append({"trial": trial, **result.row()})
+        # the monitors write once a second: the last second of the trial is in the next row
+        time.sleep(1.1)
+        rows[-1].update(_window_means(cell, server, placement, t_start, t_end))
         perf.write_rows(cell.path / "trials.csv", rows)
     monitors.stop()
     figures: dict[str, Any] = {
@@ -190,10 +239,16 @@ def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any]) -> dict
         "failures_per_s": round(perf.median([r["failures_per_s"] for r in rows]) or 0, 3),
         "qps_trials": [round(r["qps"], 1) for r in rows],
         "failures_per_s_trials": [r["failures_per_s"] for r in rows],
-        "avg_latency_ms": perf.median([r["avg_latency_ms"] for r in rows]),
+        "avg_latency_ms": perf.median([r.get("avg_latency_ms") for r in rows]),
         "generator_cpu_pct": perf.median([r["generator_cpu_pct"] for r in rows]),
-        "generator_threads": params["threads"],
+        "generator": generator,
+        "generator_threads": params["threads"] if generator == "dnsperf" else 1,
         "trials": len(rows),
     }
+    if generator == "kxdpgun":
+        figures["offered_qps"] = round(perf.median([r["offered_qps"] for r in rows]) or 0, 1)
+    else:
+        figures["offered_qps"] = round(perf.median(
+            [r["sent"] / r["run_time_s"] for r in rows if r["run_time_s"]]) or 0, 1)
     figures.update(_monitor_stats(cell.path / "monitor" / f"{server}.csv"))
     return figures

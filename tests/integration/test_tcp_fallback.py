@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from dnslab import experiment, paths
+from dnslab import cpus, experiment, paths
 from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
@@ -25,8 +25,18 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime)
     run = experiment.run_experiment("tcp-fallback", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
-    assert set(figures) == {f"server=bind,records={r},tuning={t}"
-                            for r in ("before", "after") for t in ("untuned", "tuned")}
+    ceilings = {f"server=ceiling,records={r}" for r in ("before", "after")}
+    assert set(figures) == ceilings | {f"server=bind,records={r},tuning={t}"
+                                       for r in ("before", "after") for t in ("untuned", "tuned")}
+    for cell_id in ceilings:
+        # the generator's ceiling against dnsload serve, on the same placement: the CI rates
+        # (500, 1000, 2000) are far below it
+        assert figures.pop(cell_id)["capacity_qps"] == 2000, cell_id
+    meta = json.loads((run.path / "meta.json").read_text())
+    placement = meta["placement"]
+    assert placement["shared"] is False
+    assert not set(cpus.parse(placement["generator_cpus"])) & set(
+        cpus.parse(placement["server_cpus"]))
     for cell_id, f in figures.items():
         # the CI rates are far below capacity: every step passes
         assert f["capacity_qps"] == 600 and f["steps_run"] == 3, cell_id
@@ -58,6 +68,15 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime)
         steps = list(csv.DictReader(handle))
     assert [float(s["target_qps"]) for s in steps] == [200, 400, 600]
     assert all(int(s["tcp"]) > 0 and s["passed"] == "True" for s in steps)
+    # each step keeps where each side ran and how busy its cores and the generator were
+    assert {s["server_cpus"] for s in steps} == {placement["server_cpus"]}
+    assert {s["generator_cpus"] for s in steps} == {placement["generator_cpus"]}
+    assert all(float(s["generator_cpu_pct"]) > 0 for s in steps)
+    assert all(s["server_cores_busy_pct"] != "" for s in steps)
+    cell_json = json.loads((cell_dir / "cell.json").read_text())
+    assert cell_json["placement"]["client"] == placement["generator_cpus"]
+    assert cell_json["placement"]["sec-bind"] == placement["server_cpus"]
+    assert (cell_dir / "monitor" / "cores.csv").exists()
     with open(cell_dir / "responses.csv") as handle:
         responses = list(csv.DictReader(handle))
     assert {r["source"] for r in responses} == {"udp", "tcp", "model"}

@@ -132,5 +132,6 @@ def test_resperf_plot_rows():
 def test_f2_tolerance_depends_on_the_cores_left_to_the_front_end():
     from experiments.procedures.dnsdist import min_tuned_ratio
 
-    assert min_tuned_ratio(cores=2, generator_threads=1) == 0.9
-    assert min_tuned_ratio(cores=8, generator_threads=1) == 1.0
+    # one server core (a 2-core host, the generator on the other): "not slower"
+    assert min_tuned_ratio(server_cores=1) == 0.9
+    assert min_tuned_ratio(server_cores=7) == 1.0
