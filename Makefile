@@ -3,6 +3,7 @@
 #   make lab exec NODE=client CMD="dig @198.18.0.11 example.test SOA"
 #   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
+#   make bench-ceilings [RUNS="results/<exp>/<run-id> ..."]
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -20,7 +21,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
 endif
 
 .PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
-        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload analysis compare runs clean
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
 	@scripts/setup.sh && touch $@
@@ -95,6 +96,9 @@ bench-lab: setup containerlab images
 
 bench-zones: $(VENV)/.installed
 	@$(PY) -m bench.bench_zones
+
+bench-ceilings: $(VENV)/.installed
+	@$(PY) -m bench.bench_ceilings $(RUNS)
 
 bench-dnsload: $(VENV)/.installed dnsload
 	@$(PY) -m bench.bench_dnsload --netns

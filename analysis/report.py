@@ -3,7 +3,7 @@
 `report/report.html` embeds the plots as PNG data URIs and carries its CSS inline, so it can
 be mailed or opened from anywhere; links to the SVG files and the raw data are relative to
 `report/`. `report/summary.md` is the terminal version. Order in both: verdicts, plots,
-environment and sysctls read back (meta.json), parameters, raw data.
+environment, CPU placement and sysctls read back (meta.json), parameters, raw data.
 """
 
 from __future__ import annotations
@@ -81,6 +81,27 @@ def _sysctl_table(run: Run) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
+def _placement(run: Run) -> dict[str, Any]:
+    """The run's CPU placement (meta.json `placement`) and, per cell, each node's cpu-set
+    and the affinity read back from its daemon (`cells.<id>.placement` / `.affinity`)."""
+    rows = []
+    for cell_id, cell in (run.meta.get("cells") or {}).items():
+        placed = (cell or {}).get("placement") or {}
+        seen = (cell or {}).get("affinity") or {}
+        nodes = [{"node": n, "cpus": placed.get(n, ""), "affinity": seen.get(n, "")}
+                 for n in sorted(set(placed) | set(seen)) if placed.get(n) != "any" or n in seen]
+        if nodes:
+            rows.append({"cell": cell_id, "nodes": nodes})
+    summary = run.meta.get("placement") or {}
+    text = ""
+    if summary:
+        text = (f"load generator on CPU {summary.get('generator_cpus')}, server under test on "
+                f"CPU {summary.get('server_cpus')} of {summary.get('host_cpus')}"
+                + (" (shared on purpose: SHARE_CORES)" if summary.get("shared") else
+                   " (disjoint)"))
+    return {"summary": text, "rows": rows}
+
+
 def _environment(run: Run) -> list[tuple[str, str]]:
     meta = run.meta
     items: list[tuple[str, str]] = []
@@ -140,6 +161,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "findings": FINDINGS, "notes": notes, "plots": plot_items,
         "environment": _environment(run), "topology": _topology(run),
         "sysctls": _sysctl_table(run),
+        "placement": _placement(run),
         "params": run.params,
         "cells": [{"id": c.id, "params": c.params, "figures": c.figures,
                    "files": c.data_files()} for c in run.cells],

@@ -190,3 +190,29 @@ def test_function_runs_changes_while_the_load_runs() -> None:
     # an overload during the changes fails the step as any other
     step, _ = load.function(fake, GEN, 19_000, 60, lambda: None)
     assert not step.passed
+
+
+def test_fine_pass_runs_between_the_coarse_capacity_and_the_first_failure():
+    server = FakeServer(capacity=2600)
+    gen = load.DnsloadGenerator(server="127.0.0.1:5300", query_file="q.txt")
+    coarse = load.stair(server, gen, 1000, 5000, 1000, 10, stop_after_failures=2)
+    assert load.capacity(coarse) == 2000
+    # steps of at most 5 % of the coarse capacity (100 qps), up to the first failure (3000)
+    fine = load.fine_rates(coarse, 0.05)
+    assert fine == [2100, 2200, 2300, 2400, 2500, 2600, 2700, 2800, 2900]
+    assert all(b - a <= 0.05 * 2000 for a, b in zip([2000, *fine], fine, strict=False))
+    results = load.steps(server, gen, fine, 10, stop_after_failures=2,
+                         first_step=len(coarse) + 1)
+    assert load.capacity(coarse + results) == 2600
+    assert results[0].step == len(coarse) + 1
+    # nothing to refine: no step passed, none failed, or no fine share
+    assert load.fine_rates(load.stair(server, gen, 1000, 2000, 1000, 10), 0.05) == []
+    assert load.fine_rates(coarse, 0.0) == []
+    assert load.fine_rates(load.stair(FakeServer(100), gen, 1000, 2000, 1000, 10), 0.05) == []
+
+
+def test_geometric_rates_grow_by_the_factor_up_to_the_stop():
+    assert load.geometric_rates(2000, 5000, 1.25) == [2000, 2500, 3125, 3906, 4882]
+    assert load.geometric_rates(500, 2000, 2) == [500, 1000, 2000]
+    with pytest.raises(LabError):
+        load.geometric_rates(1000, 2000, 1.0)

@@ -1,0 +1,113 @@
+"""Benchmark: for each load experiment, the generator's ceiling next to the server's capacity.
+
+Reads the newest run (or the runs given) of every load experiment under results/ and prints,
+per record set or variant, the load generator's own ceiling measured in that run on that
+run's CPU placement (the `server=ceiling` / `variant=ceiling` cells) beside each server
+cell's capacity (stair capacity, or answered qps for a flood), with the share of the
+ceiling it reached. A share of 90 % or more means the cell measured the generator, not the
+server. A ceiling printed as ">=N" never failed: the generator was not pushed to its limit.
+It is a benchmark printout, not a verdict: the claims decide in analysis/.
+
+    python -m bench.bench_ceilings [RUN_DIR ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dnslab import paths
+
+LOAD_EXPERIMENTS = ("tcp-fallback", "dnsdist-listeners", "tcp-sysctl", "resolver-cache")
+GENERATOR_BOUND_SHARE = 0.9
+
+
+def newest_run(experiment: str) -> Path | None:
+    runs = sorted(p for p in (paths.RESULTS / experiment).glob("*/meta.json"))
+    return runs[-1].parent if runs else None
+
+
+def _cells(run: Path) -> list[dict[str, Any]]:
+    cells = []
+    for path in sorted(run.glob("cells/*/cell.json")):
+        cells.append(json.loads(path.read_text()))
+    return cells
+
+
+def _is_ceiling(cell: dict[str, Any]) -> bool:
+    params = cell.get("params", {})
+    return params.get("server") == "ceiling" or params.get("variant") == "ceiling"
+
+
+def _rate(cell: dict[str, Any]) -> float | None:
+    figures = cell.get("figures", {})
+    for key in ("ceiling_qps", "capacity_qps", "qps"):
+        if figures.get(key) is not None:
+            return float(figures[key])
+    return None
+
+
+def _lower_bound(cell: dict[str, Any], meta: dict[str, Any]) -> bool:
+    figures = cell.get("figures", {})
+    if "capacity_qps" in figures:
+        return figures.get("first_fail_qps") is None
+    asked = (meta.get("params") or {}).get("flood_qps")
+    offered = figures.get("offered_qps")
+    return bool(asked and offered and offered >= 0.98 * float(asked))
+
+
+def rows_for(run: Path) -> list[dict[str, Any]]:
+    """One row per server cell: its rate, the ceiling of the same record set (or the run's
+    one ceiling), and the share."""
+    meta = json.loads((run / "meta.json").read_text())
+    cells = _cells(run)
+    ceilings = {c["params"].get("records"): _rate(c) for c in cells if _is_ceiling(c)}
+    # a ceiling no step failed at (a stair that never broke, a flood that sent all it was
+    # asked for) is only a lower bound of the generator's ceiling
+    bounded = {c["params"].get("records"): _lower_bound(c, meta) for c in cells
+               if _is_ceiling(c)}
+    rows = []
+    for cell in cells:
+        if _is_ceiling(cell):
+            continue
+        ceiling = ceilings.get(cell["params"].get("records"), ceilings.get(None))
+        rate = _rate(cell)
+        rows.append({"experiment": meta["experiment"], "run": meta["run_id"],
+                     "cell": cell["cell_id"], "rate": rate, "ceiling": ceiling,
+                     "share": rate / ceiling if rate is not None and ceiling else None,
+                     "lower_bound": bounded.get(cell["params"].get("records"),
+                                                bounded.get(None, False)),
+                     "placement": meta.get("placement")})
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    runs = [Path(a) for a in argv] or [r for e in LOAD_EXPERIMENTS if (r := newest_run(e))]
+    if not runs:
+        print("no load experiment runs under results/ (make experiment EXP=tcp-fallback ...)")
+        return 0
+    print(f"{'experiment/run':44} {'cell':44} {'server qps':>10} {'generator':>10} "
+          f"{'share':>6}  placement")
+    for run in runs:
+        rows = rows_for(run)
+        if not rows:
+            print(f"{run}: no cells")
+        for row in rows:
+            placement = row["placement"] or {}
+            where = (f"gen {placement.get('generator_cpus')} / srv "
+                     f"{placement.get('server_cpus')}" + (" shared" if placement.get("shared")
+                                                          else "")) if placement else "not placed"
+            rate = "-" if row["rate"] is None else f"{row['rate']:,.0f}"
+            ceiling = "not run" if row["ceiling"] is None else (
+                (">=" if row["lower_bound"] else "") + f"{row['ceiling']:,.0f}")
+            share = "-" if row["share"] is None else f"{row['share']:.0%}"
+            flag = "  generator-limited" if (row["share"] or 0) >= GENERATOR_BOUND_SHARE else ""
+            print(f"{row['experiment'] + '/' + row['run']:44} {row['cell']:44} {rate:>10} "
+                  f"{ceiling:>10} {share:>6}  {where}{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""What the load procedures derive from raw counters: a step's note on retried SYNs, the mean
+busy share of a CPU set over a step, kxdpgun's totals, the ceilings benchmark's rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import bench_ceilings
+from dnslab.errors import LabError
+from dnslab.monitor import mean_cores, mean_cpu
+from experiments.procedures.fallback import step_note
+from experiments.procedures.perf import parse_kxdpgun
+
+KXDPGUN = """using interface eth1, XDP threads 1, UDP, native mode
+thread#00: sent 100010, received 98192
+total queries:     100010 (20002 pps)
+total replies:     98192 (19638 pps) (98%)
+average DNS reply size: 42 B
+average Ethernet reply rate: 13197288 bps (13.20 Mbps)
+responded REFUSED:   98192
+duration: 5 s
+"""
+
+
+def test_a_step_failing_on_one_retried_syn_says_so():
+    row = {"client_syn_retrans": 1, "listen_overflows": 1, "req_q_full_drops": 0,
+           "max_ms": 1043.0, "p99_ms": 12.0}
+    note = step_note(row, 1000.0)
+    assert note.startswith("worst TAT 1043 ms is a retried SYN")
+    assert "1 SYN retransmission(s)" in note and "1 listen/SYN-queue drop(s)" in note
+    # the p99 is over the limit too: the SYN is not the whole story
+    assert not step_note({**row, "p99_ms": 1500.0}, 1000.0).startswith("worst TAT")
+    assert step_note({**row, "client_syn_retrans": 0}, 1000.0) == ""
+
+
+def test_mean_cores_and_cpu_over_a_step_window(tmp_path: Path):
+    cores = tmp_path / "cores.csv"
+    cores.write_text("t,cpu0,cpu1\n1.0,10,90\n2.0,20,80\n3.0,30,70\n")
+    assert mean_cores(cores, "0", 1.0, 3.0) == 25.0
+    assert mean_cores(cores, "0-1", 0.0, 1.0) == 50.0
+    assert mean_cores(cores, "any", 0.0, 3.0) is None
+    monitor = tmp_path / "node.csv"
+    monitor.write_text("t,cpu_pct\n1.0,\n2.0,40\n3.0,60\n")
+    assert mean_cpu(monitor, 0.0, 3.0) == 50.0
+
+
+def test_kxdpgun_totals_parse():
+    result = parse_kxdpgun(KXDPGUN)
+    assert (result.sent, result.received, result.duration_s) == (100010, 98192, 5.0)
+    assert result.rcodes == {"REFUSED": 98192}
+    assert result.offered_qps == pytest.approx(20002)
+    assert result.qps == pytest.approx(19638.4)
+    assert result.failures_per_s == pytest.approx((100010 - 98192) / 5)
+    with pytest.raises(LabError, match="no totals"):
+        parse_kxdpgun("failed to initialize XDP socket\n")
+
+
+def _cell(run: Path, cell_id: str, params: dict, figures: dict) -> None:
+    path = run / "cells" / cell_id
+    path.mkdir(parents=True)
+    (path / "cell.json").write_text(json.dumps(
+        {"cell_id": cell_id, "params": params, "figures": figures}))
+
+
+def test_ceilings_benchmark_puts_each_cell_beside_its_ceiling(tmp_path: Path):
+    run = tmp_path / "tcp-fallback" / "r1"
+    run.mkdir(parents=True)
+    (run / "meta.json").write_text(json.dumps({
+        "experiment": "tcp-fallback", "run_id": "r1", "params": {},
+        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
+    _cell(run, "server=ceiling,records=after", {"server": "ceiling", "records": "after"},
+          {"capacity_qps": 20000, "first_fail_qps": 25000})
+    _cell(run, "server=bind,records=after,tuning=tuned",
+          {"server": "bind", "records": "after", "tuning": "tuned"}, {"capacity_qps": 19000})
+    _cell(run, "server=bind,records=after,tuning=untuned",
+          {"server": "bind", "records": "after", "tuning": "untuned"}, {"capacity_qps": 2000})
+    rows = {r["cell"]: r for r in bench_ceilings.rows_for(run)}
+    assert rows["server=bind,records=after,tuning=tuned"]["share"] == pytest.approx(0.95)
+    assert rows["server=bind,records=after,tuning=untuned"]["share"] == pytest.approx(0.1)
+    assert rows["server=bind,records=after,tuning=tuned"]["lower_bound"] is False
+    assert bench_ceilings.main([str(run)]) == 0
