@@ -9,6 +9,11 @@ connections. Generator and responder share the machine's cores, so the ceiling i
 for the generator alone; the CPU seconds each used are printed beside every step.
 
     .venv/bin/python bench/bench_dnsload.py [--netns] [--pin] [--step-s 5] [--tc 0.3]
+    .venv/bin/python -m bench.bench_dnsload --netns --pin --modes kxdpgun \
+        --rates 50000,100000,200000,300000,400000
+
+The kxdpgun mode is the open-loop UDP flood F2 uses (Knot's XDP generator, one sending
+thread): its steps pass while it sends the rate asked and the responder answers 99 %.
 
 TC 0.3 is the seed's mix: 23 % of all queries over TCP = 0.3 / (1 + 0.3).
 """
@@ -30,6 +35,7 @@ import typer
 
 from dnslab.errors import LabError
 from dnslab.paths import BIN, BUILD
+from experiments.procedures.perf import parse_kxdpgun
 
 DNSLOAD = BIN / "dnsload"
 NS_GEN, NS_SRV = "lt-gen", "lt-srv"
@@ -129,6 +135,29 @@ def run_step(mode: str, rate: float, seconds: float, server: str, qfile: str, sr
                 passed_loose=delivered and lat["p99"] <= p99_loose_ms)
 
 
+def run_flood_step(rate: float, seconds: float, server: str, qfile: str, srv_pid: int,
+                   prefix: list[str], remote_mac: str, cpu: int) -> Step:
+    """One open-loop kxdpgun step (XDP, one sending thread on `cpu`) at `rate` against the
+    responder: it passes when kxdpgun sent >= 98 % of the rate and >= 99 % came back."""
+    argv = prefix + ["kxdpgun", "-t", f"{max(1, round(seconds))}", "-Q", f"{int(rate)}",
+                     "-F", str(cpu), "-I", "lt-veth0", "-R", remote_mac, "-p", str(PORT),
+                     "-i", qfile, server.split(":")[0]]
+    srv0 = cpu_s(srv_pid)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, ru = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 and "total queries" not in out:
+        raise LabError(f"kxdpgun failed: {out.strip()[-300:]}")
+    flood = parse_kxdpgun(out)
+    delivered = (flood.offered_qps >= 0.98 * rate and flood.received >= 0.99 * flood.sent)
+    return Step(mode="kxdpgun", target_qps=rate, offered_qps=flood.offered_qps,
+                answered_qps=flood.qps, tcp=0, timeouts=flood.sent - flood.received,
+                errors=0, p50_ms=0.0, p99_ms=0.0, max_ms=0.0,
+                gen_cpu_s=round(ru.ru_utime + ru.ru_stime, 2),
+                srv_cpu_s=round(cpu_s(srv_pid) - srv0, 2), passed=delivered,
+                passed_loose=delivered)
+
+
 def main(
     rates: str = typer.Option("5000,10000,20000,30000,40000,50000,60000,80000,100000,120000",
                               help="comma-separated rates to try, ascending"),
@@ -140,7 +169,8 @@ def main(
                                        "of the seed's 1 s TAT criterion"),
     netns: bool = typer.Option(False, help="run across a veth pair of lt- namespaces"),
     pin: bool = typer.Option(False, help="pin the generator to CPU 0 and the responder to CPU 1"),
-    modes: str = typer.Option("udp,fallback,fallback-reuse", help="modes to run"),
+    modes: str = typer.Option("udp,fallback,fallback-reuse", help="modes to run; kxdpgun "
+                              "(open-loop UDP over XDP, needs --netns) is available too"),
 ) -> None:
     if not DNSLOAD.exists():
         raise LabError("build/bin/dnsload missing", hint="run scripts/build-dnsload.sh")
@@ -149,7 +179,10 @@ def main(
         "udp": ([], []),
         "fallback": (["-tc", str(tc), "-tcp-size", str(tcp_size)], []),
         "fallback-reuse": (["-tc", str(tc), "-tcp-size", str(tcp_size)], ["-tcp-reuse"]),
+        "kxdpgun": ([], []),
     }
+    if "kxdpgun" in modes.split(",") and not netns:
+        raise LabError("the kxdpgun mode sends over XDP on a veth", hint="add --netns")
     with tempfile.TemporaryDirectory(prefix="lt-bench-") as tmp:
         qfile = str(Path(tmp) / "queries.txt")
         Path(qfile).write_text("\n".join(QUERIES) + "\n")
@@ -183,8 +216,16 @@ def main(
                     srv_pid = srv.pid
                     fails = 0
                     for rate in rate_list:
-                        s = run_step(mode, rate, step_s, f"{host}:{PORT}", qfile, srv_pid,
-                                     gen_prefix, gen_extra, p99_ms, p99_loose_ms)
+                        if mode == "kxdpgun":
+                            mac = Path("/sys/class/net/lt-veth1/address")
+                            remote = subprocess.run(
+                                ["ip", "netns", "exec", NS_SRV, "cat", str(mac)],
+                                capture_output=True, text=True).stdout.strip()
+                            s = run_flood_step(rate, step_s, f"{host}:{PORT}", qfile, srv_pid,
+                                               gen_prefix, remote, 0)
+                        else:
+                            s = run_step(mode, rate, step_s, f"{host}:{PORT}", qfile, srv_pid,
+                                         gen_prefix, gen_extra, p99_ms, p99_loose_ms)
                         results.append(s)
                         print(f"{mode:15} {rate:8.0f} {s.offered_qps:9.0f} "
                               f"{s.answered_qps:9.0f} {s.tcp / (step_s - 1):7.0f} "

@@ -13,8 +13,17 @@ Each cell first records what the server really sends: the TAC and APN names aske
 (EDNS 4096) and over TCP from the client, next to the modelled full response of
 `zones.model` (what BIND 9.9/9.11 sent), in `responses.csv`; and the TCP share the query file
 would cause with this server (`predicted_tcp_share`: every distinct query of the file asked
-once over UDP, weighted by how often the file holds it). Then the stair runs, then (optional)
-a burst at the capacity.
+once over UDP, weighted by how often the file holds it). Then the stair runs (the coarse
+pass, then a fine pass around the knee), then (optional) a burst and the function test at
+the capacity.
+
+Placement: the client (dnsload) runs on the generator's CPUs, the server under test and the
+primary on the server's (`Run.placement`: disjoint unless SHARE_CORES=1). Before the server
+cells of a record set, the `server=ceiling,records=<r>` cell measures the generator's own
+ceiling on that placement: the same query file, criteria and client against `dnsload serve`
+in the (held) sec-bind node, truncating the query file's modelled share and padding TCP
+answers to the largest modelled answer (`run_ceiling`); its params say `server: ceiling`
+and hold no `tuning`, its `stair.csv` has the usual columns and `capacity_qps` is the ceiling.
 
 Files per cell (`cells/<cell-id>/`):
 - `responses.csv`: `server, records, kind (tac|apn), qname, source (udp|tcp|model), size,
@@ -24,11 +33,19 @@ Files per cell (`cells/<cell-id>/`):
   target_qps, error_rate, reasons`), then `truncated_per_s, throttled, net_errors,
   udp_rcvbuf_errors, udp_in_errors, listen_overflows, listen_drops` (deltas over the step,
   read in the server's namespace), `server_cpu_pct` (mean of the monitor over the step),
-  `t_start, t_end` (s since the cell's monitors started)
-- `burst.csv` (same columns, one row) when BURST_S > 0 and a step passed
+  `t_start, t_end` (s since the cell's monitors started), `phase` (coarse | fine),
+  `req_q_full_drops` (server, TCPReqQFullDrop), `client_syn_retrans`, `client_retrans_segs`
+  (the client's TCPSynRetrans and RetransSegs over the step: a retried SYN waited >= 1 s),
+  `generator_cpu_pct` (dnsload's own CPU time / wall time, from wait4),
+  `server_cores_busy_pct`, `generator_cores_busy_pct` (mean busy % of each side's CPUs from
+  `monitor/cores.csv`: with disjoint sets, each side's whole CPU use, softirq included, and
+  whatever else the host ran there), `server_cpus`, `generator_cpus`, `note` (a step whose
+  worst TAT is a retried SYN says so)
+- `burst.csv` and `function-load.csv` (same columns, one row each) when BURST_S /
+  FUNCTION_S > 0 and a step passed; `function.csv` the function test's changes
 - `dnsload/stair-NN.jsonl` (`burst-01.jsonl`): the generator's raw output per step,
   `dnsload/stderr.log` its stderr and exit status per run; `monitor/<server node>.csv`,
-  `monitor/client.csv`: 1 Hz node counters
+  `monitor/client.csv`, `monitor/cores.csv`: 1 Hz node counters and per-core busy share
 - `queries.json`: the query file's manifest (mix, modelled truncated share)
 
 `cell.json` figures (the analysis reads these names):
@@ -51,8 +68,9 @@ Files per cell (`cells/<cell-id>/`):
 - response sizes (largest TAC and APN name, bytes as received): `tac_udp_size`,
   `tac_tcp_size`, `tac_model_size`, `tac_udp_truncated`, `tac_tcp_answer`,
   `tac_tcp_additional`, `tac_model_answer`, `tac_model_additional`, and the same with `apn_`
-- `udp_rcvbuf_errors`, `udp_in_errors`, `listen_overflows`, `listen_drops`: server-node
-  counter deltas over the whole stair
+- `udp_rcvbuf_errors`, `udp_in_errors`, `listen_overflows`, `listen_drops`,
+  `req_q_full_drops`: server-node counter deltas over the whole stair; `client_syn_retrans`,
+  `client_retrans_segs`: the client's
 - `burst_qps`, `burst_passed`, `burst_max_ms`, `burst_p99_ms` (burst only)
 - `zone_records`, `server_sysctls` (read back), `client_sysctls` (read back),
   `server_version` (the server's `version.bind CH TXT` answer; null if it gives none)
@@ -677,7 +695,7 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
                                      int(params["function_changes"]),
                                      float(params["function_timeout_s"])),
                 criteria(params))
-            StepRecorder(cell, lab, node, name="function", runner=runner,
+            StepRecorder(cell, lab, node, name="function-load", runner=runner,
                          max_tat_ms=float(params["max_tat_ms"]))(step)
             write_rows(cell.path / "function.csv", FUNCTION_COLUMNS, changes)
             synced = [c["sync_s"] for c in changes if c["ok"]]
