@@ -75,14 +75,26 @@ def _truthy(value: object) -> bool:
 # --- the generator's ceiling ------------------------------------------------------------------
 
 def generator_ceiling(run: Run, cell: Cell) -> float | None:
-    """The load generator's own ceiling for this cell's load, measured in the same run: the
-    cell's `generator_ceiling_qps` figure, else the qps of the run's `variant=ceiling` cell."""
+    """The load generator's own ceiling for this cell's load, measured in the same run on the
+    run's CPU placement: the cell's `generator_ceiling_qps` figure; else the capacity of the
+    stair of the run's `server=ceiling` cell with the same records (tcp-fallback: dnsload
+    against `dnsload serve`); else the run's `variant=ceiling` cell (dnsdist-listeners): for
+    an open-loop flood (`generator: kxdpgun`) the median rate it sent (`offered_qps` of its
+    `trials.csv`), for a closed-loop one the answered `qps`."""
     own = cell.figure("generator_ceiling_qps", optional=True)
     if own is not None:
         return float(own)
+    records = cell.params.get("records")
+    stairs = run.cells_where(server="ceiling", records=records) if records else []
+    if stairs:
+        return stair(stairs[0]).capacity
     ceiling_cells = run.cells_where(variant="ceiling")
     if ceiling_cells:
-        value = ceiling_cells[0].figure("qps", optional=True)
+        ceiling = ceiling_cells[0]
+        if ceiling.params.get("generator") == "kxdpgun":
+            trials = ceiling.csv("trials.csv", ("offered_qps",))
+            return float(trials["offered_qps"].median())
+        value = ceiling.figure("qps", optional=True)
         return float(value) if value is not None else None
     return None
 

@@ -80,7 +80,15 @@ STEADY = [26.5, 26.6, 26.4, 26.5, 26.55]
 def f1(before: float = 8000, after: float = 4000, tuned: float = 6000, *,
        after_kw: dict[str, Any] | None = None, tuned_kw: dict[str, Any] | None = None,
        extra: list[runs.CellData] | None = None, server: str = "bind916",
-       **common: Any) -> Callable[[Path], Path]:
+       ceiling_stair: float | None = None, **common: Any) -> Callable[[Path], Path]:
+    """The seed's BIND (capacity halves, tuning 1.5x); `ceiling_stair`: the generator's
+    ceiling comes from the run's `server=ceiling` stairs (as tcp-fallback writes it), not
+    from a figure."""
+    if ceiling_stair is not None:
+        common = {**common, "ceiling": None}
+        extra = [*(extra or []), runs.ceiling_cell("before", ceiling_stair),
+                 runs.ceiling_cell("after", ceiling_stair)]
+
     def build(root: Path) -> Path:
         after_args = {"worst_ms": {float(r): 3241.0 for r in np.arange(0, 40001, 200)},
                       "tcp_share": 0.228, "figures": runs.answer_sizes(23069, 230),
@@ -182,6 +190,10 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.capacity-drop", UNMET, f1(ceiling=8500)),  # generator-limited
     ("F1.capacity-drop", UNMET, f1(ceiling=None)),  # no ceiling measured
     ("F1.capacity-drop", UNMET, f1(stop=8000)),  # passed every step
+    # the ceiling from the run's own `server=ceiling` stairs (dnsload vs dnsload serve)
+    ("F1.capacity-drop", PRESENT, f1(ceiling_stair=30000)),
+    ("F1.capacity-drop", ABSENT, f1(after=7600, ceiling_stair=30000)),
+    ("F1.capacity-drop", UNMET, f1(ceiling_stair=8400)),  # before at 95 % of the ceiling
     ("F1.tuning-helps", PRESENT, f1()),
     ("F1.tuning-helps", ABSENT, f1(tuned=4000)),
     ("F1.tuning-helps", REVERSED, f1(tuned=3000, step=100)),
@@ -193,6 +205,10 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.latency-grows", REVERSED, f1(after_kw={"worst_ms": {float(r): 100.0 for r in
                                                              range(2000, 9001, 200)}})),
     ("F1.latency-grows", UNMET, f1(after_kw={"overflows": {4400.0: 16}})),
+    # one SYN the client had to retry (its 1 s timer) at the compared step
+    ("F1.latency-grows", UNMET, f1(after_kw={"syn_retrans": {4400.0: 1}})),
+    # the after stair never broke (a CI-scale stair): far below the knee
+    ("F1.latency-grows", UNMET, f1(after_kw={"stop": 3000})),
     ("F1.tcp-share", PRESENT, f1()),
     ("F1.tcp-share", ABSENT, f1(after_kw={"tcp_share": 0.10})),
     ("F1.tcp-share", REVERSED, f1(after_kw={"tcp_share": 0.40})),
@@ -218,6 +234,17 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F2.failures-drop", ABSENT, f2(tuned_fail=100.0)),
     ("F2.failures-drop", REVERSED, f2(tuned_fail=300.0)),
     ("F2.failures-drop", UNMET, f2(untuned_fail=0.0)),
+    # an open-loop flood (kxdpgun): the ceiling is what it sent, failures count only when the
+    # tuned front-end could carry the flood
+    ("F2.qps-gain", PRESENT, f2(generator="kxdpgun")),
+    # sent 600,000 qps, the sink answered 240,000: the ceiling is what was sent
+    ("F2.qps-gain", PRESENT, f2(generator="kxdpgun", ceiling=600000)),
+    ("F2.qps-gain", ABSENT, f2(generator="kxdpgun", tuned=230000)),
+    ("F2.qps-gain", UNMET, f2(generator="kxdpgun", ceiling=240000)),
+    ("F2.qps-gain", UNMET, f2(generator="kxdpgun", listeners=1)),  # 2 cores: 1 for dnsdist
+    ("F2.failures-drop", PRESENT, f2(generator="kxdpgun", flood_qps=430000)),
+    ("F2.failures-drop", ABSENT, f2(generator="kxdpgun", flood_qps=430000, tuned_fail=50.0)),
+    ("F2.failures-drop", UNMET, f2(generator="kxdpgun", flood_qps=900000)),  # tuned overrun
     # F4
     ("F4.warm-over-cold", PRESENT, f4()),
     ("F4.warm-over-cold", ABSENT, warm_equals_cold(1.0)),
