@@ -227,3 +227,34 @@ def test_function_test_bumps_the_soa_serial():
     assert "@ SOA ns01 hostmaster 2024010102 3600 900 1209600 300" in bumped
     with pytest.raises(LabError, match="SOA serial"):
         _bump_serial("$TTL 300\n")
+
+
+class _StubRun:
+    """Just what `usable_servers` touches of a Run: the parameters, the experiment's defaults
+    and a node check that fails for the image node when its image is missing."""
+
+    def __init__(self, servers: list[str], image_built: bool) -> None:
+        self.params = {"servers": servers}
+        self.spec = type("Spec", (), {"params": {"servers": ["bind916", "bind", "knot", "nsd"]}})
+        self.meta: dict = {}
+        self.image_built = image_built
+        self.prepared: list[list[str]] = []
+
+    def prepare_nodes(self, nodes: list[str]) -> None:
+        if "sec-bind916" in nodes and not self.image_built:
+            raise LabError("image dnslab/bind9-bullseye is not built", hint="make images")
+        self.prepared.append(nodes)
+
+    def save_meta(self) -> None:
+        pass
+
+
+def test_bind916_leaves_the_default_servers_only_when_its_image_is_missing():
+    run = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=False)
+    assert fallback.usable_servers(run) == ["bind", "knot", "nsd"]
+    assert "not built" in run.meta["servers_skipped"]["bind916"]
+    built = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=True)
+    assert fallback.usable_servers(built) == ["bind916", "bind", "knot", "nsd"]
+    # asked for by name, a missing image is an error, not a silent skip
+    with pytest.raises(LabError, match="not built"):
+        fallback.usable_servers(_StubRun(["bind916"], image_built=False))
