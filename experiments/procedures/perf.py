@@ -293,13 +293,18 @@ class FloodResult:
     target_qps: float = 0.0
     returncode: int = 0
 
+    # kxdpgun prints whole seconds but computes its pps from microseconds: use those
     @property
     def offered_qps(self) -> float:
+        if self.sent_pps is not None:
+            return self.sent_pps
         return self.sent / self.duration_s if self.duration_s else 0.0
 
     @property
     def qps(self) -> float:
         """Answers received per second."""
+        if self.received_pps is not None:
+            return self.received_pps
         return self.received / self.duration_s if self.duration_s else 0.0
 
     @property
