@@ -12,6 +12,12 @@ sysctls requested and read back per cell and node) and one folder per cell with 
 A run that is interrupted keeps what it measured and is marked `complete: false`; its lab is
 torn down either way (unless KEEP=1). The runner does not analyse: `dnslab experiment run`
 hands the finished folder to `python -m analysis run`.
+
+`RESUME=results/<exp>/<run-id>` continues an interrupted run in its own folder with its own
+parameters: finished cells are kept as they are (a procedure asks `run.finished(cell_id)`
+and skips them), an unfinished cell's folder is set aside as `<cell>.attempt-<n>` (never
+deleted) and the cell runs again. Procedures announce their cells with `run.plan(...)`, and
+each cell prints its place in the run, the time so far and an ETA.
 """
 
 from __future__ import annotations
@@ -37,10 +43,10 @@ from dnslab import lab as lab_engine
 from dnslab.errors import LabError
 from dnslab.monitor import Monitors
 from dnslab.render import LabData
-from dnslab.results import RunWriter
+from dnslab.results import CELLS, RunWriter, cell_dirname, read_meta
 from dnslab.sysctl import Profile, load_profile
 
-RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS"}
+RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME"}
 ALIASES = {"profile": "profiles"}
 PACKAGES = ["bind9", "knot", "nsd", "dnsdist", "unbound", "dnsperf", "iproute2"]
 
@@ -97,12 +103,17 @@ def _coerce(key: str, text: str, default: Any) -> Any:
             return int(text)
         if isinstance(default, float):
             return float(text)
+        if isinstance(default, dict):
+            value = yaml.safe_load(text) if text.strip() else {}
+            if not isinstance(value, dict):
+                raise ValueError(text)
+            return value
         if isinstance(default, list):
             items = [t.strip() for t in text.split(",") if t.strip()]
             if default and isinstance(default[0], int):
                 return [int(t) for t in items]
             return items
-    except ValueError:
+    except (ValueError, yaml.YAMLError):
         raise LabError(f"{key.upper()}={text!r} is not a valid {type(default).__name__}",
                        hint=f"the default is {default!r}") from None
     return text
@@ -124,6 +135,33 @@ def resolve_params(spec: ExperimentSpec, overrides: dict[str, str],
                            hint="parameters: " + ", ".join(k.upper() for k in params))
         params[key] = _coerce(key, text, spec.params.get(key, params[key]))
     return params
+
+
+def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
+                  scale: str | None) -> tuple[Path, dict[str, Any], str | None]:
+    """The folder, parameters and scale of an interrupted run to continue: its own, always
+    (a KEY=VALUE that changes one would mix two experiments in one folder)."""
+    folder = folder if folder.is_absolute() else (Path.cwd() / folder)
+    if not (folder / "meta.json").exists():
+        raise LabError(f"RESUME={folder}: no meta.json there",
+                       hint="RESUME=results/<experiment>/<run-id> of an interrupted run")
+    meta = read_meta(folder)
+    if meta.get("experiment") != spec.name:
+        raise LabError(f"RESUME={folder} is a run of {meta.get('experiment')!r}, "
+                       f"not {spec.name!r}", hint=f"EXP={meta.get('experiment')}")
+    if meta.get("complete"):
+        raise LabError(f"RESUME={folder}: that run is complete", hint="nothing to resume")
+    stored_scale = None if meta.get("scale") in (None, "full") else meta.get("scale")
+    if scale and scale != (stored_scale or "full"):
+        raise LabError(f"SCALE={scale} differs from the run's scale {meta.get('scale')}",
+                       hint="leave SCALE out when resuming")
+    asked = resolve_params(spec, overrides, stored_scale)
+    changed = [k for k in overrides if asked.get(ALIASES.get(k.lower(), k.lower()))
+               != meta["params"].get(ALIASES.get(k.lower(), k.lower()))]
+    if changed:
+        raise LabError(f"a resumed run keeps its parameters; {', '.join(changed)} differ",
+                       hint="leave KEY=VALUE out when resuming, or start a new run")
+    return folder, dict(meta["params"]), stored_scale
 
 
 def parse_overrides(args: list[str]) -> dict[str, str]:
@@ -157,6 +195,12 @@ def new_run_id() -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 @dataclass
@@ -198,6 +242,9 @@ class Cell:
         self.placement = {name: node.cpu_set or "any" for name, node in nodes.items()}
         # read back from the running daemons, as the sysctls are: the CPUs each may use
         self.run.writer.record_placement(self.cell_id, self.placement, _affinities(self.lab))
+        if self.lab.wan:
+            self.run.meta["cells"][self.cell_id]["wan"] = self.lab.wan
+            self.run.save_meta()
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
@@ -216,11 +263,23 @@ class Run:
     """A run of one experiment: owns the results folder and every cell's lab lifecycle."""
 
     def __init__(self, spec: ExperimentSpec, params: dict[str, Any], runtime: str,
-                 keep: bool, command: list[str], scale: str | None):
+                 keep: bool, command: list[str], scale: str | None,
+                 resume: Path | None = None):
         self.spec = spec
         self.params = params
         self.runtime = runtime
         self.keep = keep
+        self.cells: list[Cell] = []
+        self.planned_cells: int | None = None
+        self.cell_seconds: list[float] = []
+        self.started_at = dt.datetime.now(dt.UTC)
+        if resume is not None:
+            self.writer = RunWriter.reopen(resume, {"at": _now(), "command": command,
+                                                    "runtime": runtime})
+            self.run_id = str(self.writer.meta["run_id"])
+            self.path = self.writer.dir
+            self.meta = self.writer.meta
+            return
         self.run_id = new_run_id()
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
             "description": spec.description,
@@ -234,7 +293,6 @@ class Run:
         })
         self.path = self.writer.dir
         self.meta = self.writer.meta
-        self.cells: list[Cell] = []
         topo_file = lab_engine.topology.find_lab(spec.topology)
         shutil.copy(topo_file, self.path / topo_file.name)
         shutil.copy(spec.path, self.path / spec.path.name)
@@ -262,6 +320,44 @@ class Run:
         self.writer.record_run_placement(chosen.as_dict())
         return chosen
 
+    def cell_dir(self, cell_id: str) -> Path:
+        return self.path / CELLS / cell_dirname(cell_id)
+
+    def plan(self, cells: int, per_cell_s: float) -> None:
+        """Announce how many cells the procedure will run and about how long that takes."""
+        self.planned_cells = cells
+        self.meta["plan"] = {"cells": cells, "estimated_s": round(cells * per_cell_s)}
+        self.save_meta()
+        done = self._done()
+        print(f"plan: {cells} cells ({done} finished already), about "
+              f"{_duration(max(cells - done, 0) * per_cell_s)} to go (estimate, "
+              f"{per_cell_s:.0f} s per cell)", file=sys.stderr)
+
+    def _done(self) -> int:
+        return sum(1 for c in self.meta["cells"].values() if c.get("status") == "complete")
+
+    def finished(self, cell_id: str) -> dict[str, Any] | None:
+        """The figures of a cell this run already finished (a resumed run), else None."""
+        saved = self.writer.finished_cell(cell_id)
+        if saved is None:
+            return None
+        if not any(c.cell_id == cell_id for c in self.cells):
+            self.cells.append(Cell(self, cell_id, saved.get("params", {}),
+                                   self.cell_dir(cell_id), figures=saved.get("figures", {}),
+                                   status="complete"))
+            print(f"resume: cell {cell_id} finished before, kept", file=sys.stderr)
+        return dict(saved.get("figures", {}))
+
+    def _progress(self, cell_id: str) -> None:
+        done = self._done()
+        elapsed = (dt.datetime.now(dt.UTC) - self.started_at).total_seconds()
+        text = f"cell {done + 1}" + (f"/{self.planned_cells}" if self.planned_cells else "")
+        text += f" {cell_id} (elapsed {_duration(elapsed)}"
+        if self.planned_cells and self.cell_seconds:
+            mean = sum(self.cell_seconds) / len(self.cell_seconds)
+            text += f", ETA {_duration(max(self.planned_cells - done, 0) * mean)}"
+        print(text + ")", file=sys.stderr)
+
     def profile(self, name: str) -> Profile:
         profile = load_profile(name)
         self.meta.setdefault("profiles", {})[name] = {
@@ -275,6 +371,8 @@ class Run:
     def cell(self, cell_id: str, params: dict[str, Any]) -> Iterator[Cell]:
         """Run one cell: its lab is torn down on the way out, whatever happened inside."""
         cell = Cell(self, cell_id, params, self.writer.start_cell(cell_id, params, _now()))
+        self._progress(cell_id)
+        started = dt.datetime.now(dt.UTC)
         self.cells.append(cell)
         try:
             yield cell
@@ -288,11 +386,14 @@ class Run:
                 cell.monitors.stop()
             if cell.lab is not None:
                 _collect_logs(cell)
+                _collect_wan_counters(cell)
                 # KEEP=1 keeps a completed cell's lab; the next cell (if any) replaces it
                 if not (self.keep and cell.status == "complete"):
                     lab_engine.down(cell.lab.name)
             cell.write_json()
             self.writer.end_cell(cell_id, _now(), cell.status)
+            if cell.status == "complete":
+                self.cell_seconds.append((dt.datetime.now(dt.UTC) - started).total_seconds())
 
     def finish(self, complete: bool) -> None:
         self.writer.finish(_now(), complete)
@@ -331,6 +432,17 @@ def _meminfo_total() -> int | None:
     return None
 
 
+def _collect_wan_counters(cell: Cell) -> None:
+    """What the WAN delayers did over the cell (packets held, dropped), into meta.json."""
+    from dnslab import wan
+
+    assert cell.lab is not None
+    counters = {node: wan.read_stats(applied) for node, applied in cell.lab.wan.items()}
+    counters = {node: value for node, value in counters.items() if value is not None}
+    if counters:
+        cell.run.meta["cells"][cell.cell_id]["wan_counters"] = counters
+
+
 def _collect_logs(cell: Cell) -> None:
     assert cell.lab is not None
     logs = cell.path / "logs"
@@ -363,8 +475,12 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     if overrides.pop("ALLOW_HOST_SYSCTLS", "") == "1":
         os.environ["DNSLAB_ALLOW_HOST_SYSCTLS"] = "1"
     overrides.pop("LAB", None)
+    resume = overrides.pop("RESUME", "") or None
     spec = load_spec(name)
-    params = resolve_params(spec, overrides, scale)
+    if resume:
+        resume_path, params, scale = resume_params(spec, Path(resume), overrides, scale)
+    else:
+        resume_path, params = None, resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
     if runtime == "auto":
         # chosen once for the whole run, and said why (every cell then uses the same one)
@@ -379,8 +495,9 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself "
                        f"(found: {', '.join(found[:3])}{', ...' if len(found) > 3 else ''})",
                        hint=f"make lab down LAB={lab_name}, once no other run uses it")
-    run = Run(spec, params, runtime, keep, command or sys.argv, scale)
-    print(f"run {spec.name}/{run.run_id}: results in {run.path}", file=sys.stderr)
+    run = Run(spec, params, runtime, keep, command or sys.argv, scale, resume=resume_path)
+    print(f"run {spec.name}/{run.run_id}: results in {run.path}"
+          + (" (resumed)" if resume_path else ""), file=sys.stderr)
     complete = False
     try:
         run_fn(run)

@@ -20,6 +20,11 @@ through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are writte
       summary.json            written by the analysis (verdicts, derived figures)
       report/                 written by the analysis
 
+A run that was interrupted can be continued in its own folder (`RunWriter.reopen`): its
+finished cells stay as they are, `start_cell` of an unfinished one moves that cell's folder
+aside to `<dir>.attempt-<n>` (listed in the cell's `attempts`; nothing is deleted), and
+meta.json `resumed` lists each continuation.
+
 Version history: 1 = the runner's layout before this module (no `schema_version` field, no
 `sysctls_requested`); 2 = this one (the CPU placement fields are optional: runs before
 them have none). A reader refuses any other version with one line.
@@ -128,19 +133,49 @@ class RunWriter:
         writer.save_meta()
         return writer
 
+    @classmethod
+    def reopen(cls, path: Path, resumed: dict[str, Any]) -> RunWriter:
+        """An interrupted run's folder, to continue in place (see the module docstring)."""
+        meta = read_meta(path)
+        if meta.get("complete"):
+            raise LabError(f"run {path} is complete", hint="nothing to resume")
+        meta["schema_version"] = SCHEMA_VERSION
+        meta.setdefault("resumed", []).append(resumed)
+        meta.update({"complete": False, "ended": None})
+        writer = cls(dir=Path(path), meta=meta)
+        writer.save_meta()
+        return writer
+
+    def finished_cell(self, cell_id: str) -> dict[str, Any] | None:
+        """The cell.json of a cell this run finished (a resumed run), else None."""
+        entry = self.meta["cells"].get(cell_id)
+        if not entry or entry.get("status") != "complete":
+            return None
+        return read_cell(self.dir / entry["path"])
+
     def save_meta(self) -> None:
         _dump(self.dir / META, self.meta)
 
     def start_cell(self, cell_id: str, params: dict[str, Any], started: str) -> Path:
-        if cell_id in self.meta["cells"]:
-            raise LabError(f"cell {cell_id!r} appears twice in run {self.dir.name}",
-                           hint="each cell of a run needs its own id")
+        previous = self.meta["cells"].get(cell_id)
+        if cell_id in self._cell_dirs or (previous and previous.get("status") == "complete"):
+            raise LabError(f"cell {cell_id!r} appears twice in run {self.dir.name} "
+                           "(a finished cell is never run again)",
+                           hint="each cell of a run needs its own id; a resumed run's "
+                                "procedure skips finished cells")
         name = cell_dirname(cell_id)
         cell_dir = self.dir / CELLS / name
+        attempts = list((previous or {}).get("attempts", []))
+        if cell_dir.exists():  # an unfinished attempt of a resumed run: set aside
+            aside = cell_dir.with_name(f"{name}.attempt-{len(attempts) + 1}")
+            cell_dir.rename(aside)
+            attempts.append({"path": f"{CELLS}/{aside.name}",
+                             "status": (previous or {}).get("status", "unfinished")})
         cell_dir.mkdir(parents=True, exist_ok=False)
         self._cell_dirs[cell_id] = cell_dir
         self.meta["cells"][cell_id] = {"params": params, "path": f"{CELLS}/{name}",
-                                       "started": started}
+                                       "started": started,
+                                       **({"attempts": attempts} if attempts else {})}
         self.save_meta()
         return cell_dir
 

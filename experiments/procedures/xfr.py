@@ -6,12 +6,27 @@ which closes it and keeps the socket in TIME_WAIT for 60 s; once TIME_WAIT holds
 of `ip_local_port_range`, connect() fails with "address not available". Each cell records
 zones served over time (verified by querying the secondary), the secondary's log events
 (transfers completed, connect failures), and 1 Hz socket counters from its namespace.
+
+Whether N zones exhaust the ports depends on the machine: it takes more than ports / 60 s
+transfers per second. With `PORT_RANGE=auto` (the default) the run first measures the
+secondary's rate in a calibration cell per transport (`phase=calibrate`: a cold start of
+`calibrate_zones` zones with the kernel's port range, far more ports than zones) and then
+shrinks `ip_local_port_range` on the secondary (its own namespace) for the profiles that do
+not set it, to the number of ports the secondary uses in `failure_at_s` seconds at that rate
+(38 s: when the seed's secondary failed). On a machine as fast as the seed's the seed's range
+stays. `PORT_RANGE=seed` keeps the seed's exact 32768-60999; `PORT_RANGE="a b"` sets one.
+The calibration's raw files, the rate, the rule and the chosen range are in the calibration
+cell (`calibration.json`) and in meta.json (`port_range_choice`); the prediction itself
+(rate x 60 s against the ports) is left to the analysis, from those raw figures.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import json
 import re
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -30,6 +45,11 @@ from dnslab.sysctl import node_sysctls
 SECONDARY_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd"}
 PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
+SEED_PORT_RANGE = "32768 60999"   # the seed's (and Linux's) default ip_local_port_range
+TIME_WAIT_S = 60                   # Linux's TCP_TIMEWAIT_LEN, not a sysctl
+AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the kernel's)
+MIN_AUTO_PORTS = 50
+MIN_RATE_SAMPLES = 5               # 1 Hz monitor samples for a rate from connection counts
 
 # What each secondary writes to its log for a finished transfer and a failed connect.
 LOG_EVENTS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
@@ -118,13 +138,15 @@ def wait_primary_serves(cell: Cell, names: list[str], timeout: float) -> float:
     return time.monotonic() - start
 
 
-def effective_sysctls(run: Run, profile_name: str) -> dict[str, str]:
-    """The profile's sysctls for the secondary, with the scale's port-range and TIME_WAIT cap
-    applied where the profile does not set them itself (CI shrinks both together)."""
+def effective_sysctls(run: Run, profile_name: str, port_range: str | None = None
+                      ) -> dict[str, str]:
+    """The profile's sysctls for the secondary, with the run's port range (explicit, or chosen
+    from the calibration) and TIME_WAIT cap applied where the profile does not set them itself
+    (CI shrinks both together)."""
     params = run.params
     sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
-    if params.get("port_range") and PORT_RANGE_KEY not in sysctls:
-        sysctls[PORT_RANGE_KEY] = params["port_range"]
+    if port_range and PORT_RANGE_KEY not in sysctls:
+        sysctls[PORT_RANGE_KEY] = port_range
     if params.get("tw_buckets") and TW_BUCKETS_KEY in sysctls:
         sysctls[TW_BUCKETS_KEY] = str(params["tw_buckets"])
     return sysctls
@@ -137,18 +159,25 @@ def port_range_size(value: str | None) -> int | None:
     return high - low + 1
 
 
-def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server: str,
-                        profile_name: str, extra_params: dict[str, Any]) -> None:
-    params = run.params
-    secondary = SECONDARY_NODES[server]
-    sysctls = effective_sysctls(run, profile_name)
-    transport = params.get("transport", "tcp")
+def check_transport(transport: str, server: str) -> None:
     if transport not in ("tcp", "tls"):
-        raise LabError(f"TRANSPORT={transport!r} is not a zone-transfer transport",
-                       hint="TRANSPORT=tcp or tls (XoT)")
+        raise LabError(f"transport {transport!r} is not a zone-transfer transport",
+                       hint="TRANSPORTS=tcp,tls (tls: XoT)")
     if transport == "tls" and server != "bind":
         raise LabError(f"the packaged {server} cannot transfer zones over TLS (XoT)",
-                       hint="TRANSPORT=tls needs SECONDARY=bind")
+                       hint="TRANSPORTS=tcp, or SECONDARY=bind for tls")
+
+
+def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server: str,
+                        profile_name: str, extra_params: dict[str, Any],
+                        transport: str = "tcp", port_range: str | None = None) -> Cell | None:
+    """One cold start; returns the finished cell (None when a resumed run already has it)."""
+    params = run.params
+    secondary = SECONDARY_NODES[server]
+    if run.finished(cell_id) is not None:
+        return None
+    sysctls = effective_sysctls(run, profile_name, port_range)
+    check_transport(transport, server)
     xot = {"xot": True} if transport == "tls" else {}
     # the effective sysctls are read back into meta.json; the figures carry the two that
     # decide the outcome (port range, TIME_WAIT cap)
@@ -160,6 +189,8 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
         node_options={"primary": {"notify": "no", **params.get("primary_options", {}), **xot},
                       secondary: {**params.get(f"{server}_options", {}), **xot}},
     )
+    if port_range:
+        cell_params["port_range_set"] = port_range
     with run.cell(cell_id, cell_params) as cell:
         lab = cell.up(data, hold=list(SECONDARY_NODES.values()))
         names = [z.name for z in zone_refs]
@@ -184,6 +215,7 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
             "zones_served": result.served,
             "deadline_s": params["deadline_s"],
         })
+    return cell
 
 
 def _column_max(path: Path, column: str) -> int | None:
@@ -263,33 +295,146 @@ def small_zone_refs(count: int, seed: int) -> list[ZoneRef]:
     return [ZoneRef(z.fqdn, z.path) for z in zone_set.zones]
 
 
+# --- the port range: calibrated to this machine, the seed's, or given ------------------------
+
+def transfer_rate(cell_dir: Path) -> dict[str, float | int | None]:
+    """The secondary's rates in a finished cold-start cell, from its raw files: TCP
+    connections opened per second (what uses ports; 1 Hz monitor, first to last sample with
+    growth) and transfers completed per second (log events, 10th to 90th percentile so the
+    start and the tail do not count)."""
+    out: dict[str, float | int | None] = {"connections_per_s": None, "transfers_per_s": None,
+                                          "transfers": 0, "monitor_samples": 0}
+    monitor = next((cell_dir / "monitor").glob("sec-*.csv"), None)
+    if monitor is not None:
+        with open(monitor) as handle:
+            rows = [(float(r["t"]), int(r["tcp_active_opens"])) for r in csv.DictReader(handle)
+                    if r["tcp_active_opens"]]
+        moving = [i for i in range(1, len(rows)) if rows[i][1] > rows[i - 1][1]]
+        if moving:
+            first, last = moving[0] - 1, moving[-1]
+            span = rows[last][0] - rows[first][0]
+            out["monitor_samples"] = last - first + 1
+            if span > 0:
+                out["connections_per_s"] = round((rows[last][1] - rows[first][1]) / span, 1)
+    events = cell_dir / "xfr_events.csv"
+    if events.exists():
+        with open(events) as handle:
+            times = sorted(float(r["t"]) for r in csv.DictReader(handle)
+                           if r["event"] == "transfer_ok")
+        out["transfers"] = len(times)
+        if len(times) >= 10:
+            lo, hi = times[len(times) // 10], times[(9 * len(times)) // 10]
+            if hi > lo:
+                out["transfers_per_s"] = round(0.8 * len(times) / (hi - lo), 1)
+    return out
+
+
+def auto_port_range(connections_per_s: float, failure_at_s: float,
+                    seed_range: str = SEED_PORT_RANGE) -> str:
+    """The range whose ports the secondary uses up in `failure_at_s` seconds at the measured
+    rate (never wider than the seed's: a machine that fast exhausts the seed's range itself)."""
+    seed_ports = port_range_size(seed_range) or 0
+    ports = max(MIN_AUTO_PORTS, int(connections_per_s * failure_at_s))
+    if ports >= seed_ports:
+        return seed_range
+    return f"{AUTO_RANGE_LOW} {AUTO_RANGE_LOW + ports - 1}"
+
+
+def choose_port_range(run: Run, server: str, transport: str,
+                      zone_refs: list[ZoneRef]) -> str | None:
+    """The port range the cells of this transport get on the secondary (see the docstring)."""
+    params = run.params
+    setting = str(params.get("port_range") or "").strip()
+    choices = run.meta.setdefault("port_range_choice", {})
+    key = f"{server},{transport}"
+    if setting != "auto":
+        chosen = SEED_PORT_RANGE if setting == "seed" else (setting or None)
+        if chosen and port_range_size(chosen) is None:
+            raise LabError(f"PORT_RANGE={setting!r} is not a port range",
+                           hint='PORT_RANGE=auto, seed, or "LOW HIGH"')
+        choices[key] = {"rule": setting or "kernel", "port_range": chosen}
+        run.save_meta()
+        return chosen
+    count = min(int(params["calibrate_zones"]), len(zone_refs))
+    cell_id = f"phase=calibrate,secondary={server},transport={transport}"
+    cell_dir = run.cell_dir(cell_id)
+    if run.finished(cell_id) is None:
+        # the seed's range: far more ports than calibration zones, so nothing limits the rate
+        run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
+                            {"phase": "calibrate"}, transport, SEED_PORT_RANGE)
+    rate = transfer_rate(cell_dir)
+    # a calibration over in a few seconds is better timed by its log lines than by 1 Hz samples
+    coarse = int(rate["monitor_samples"] or 0) < MIN_RATE_SAMPLES
+    connections = (rate["transfers_per_s"] if coarse else None) or rate["connections_per_s"] \
+        or rate["transfers_per_s"]
+    if not connections:
+        raise LabError(f"the calibration cell {cell_id} measured no transfer rate",
+                       hint=f"see {cell_dir}")
+    chosen = auto_port_range(float(connections), float(params["failure_at_s"]))
+    choice = {"rule": "auto", "calibration_cell": cell_id, "calibration_zones": count,
+              **rate, "rate_used_per_s": connections, "failure_at_s": params["failure_at_s"],
+              "time_wait_s": TIME_WAIT_S,
+              "seed_port_range": SEED_PORT_RANGE, "port_range": chosen,
+              "ports": port_range_size(chosen)}
+    (cell_dir / "calibration.json").write_text(json.dumps(choice, indent=1))
+    choices[key] = choice
+    run.save_meta()
+    print(f"{transport}: the secondary opened {connections:,.0f} connections/s; port range "
+          f"{chosen} ({port_range_size(chosen):,} ports, the seed's {SEED_PORT_RANGE} has "
+          f"{port_range_size(SEED_PORT_RANGE):,})", file=sys.stderr)
+    return chosen
+
+
 def cold_start(run: Run) -> None:
-    """xfr-30k-zones: one cold-start cell per sysctl profile (and repetition)."""
+    """xfr-30k-zones: per transport a calibration (PORT_RANGE=auto), then one cold-start cell
+    per sysctl profile and repetition."""
     params = run.params
     server = params["secondary"]
     if server not in SECONDARY_NODES:
         raise LabError(f"SECONDARY={server!r} is not a secondary this lab has",
                        hint="SECONDARY=bind, knot or nsd")
+    transports = list(params["transports"])
+    for transport in transports:
+        check_transport(transport, server)
     zone_refs = small_zone_refs(params["zones"], params["seed"])
-    for profile_name in params["profiles"]:
-        for rep in range(params["repetitions"]):
-            cell_id = f"profile={profile_name}" + (f",rep={rep}" if params["repetitions"] > 1
-                                                   else "")
-            run_cold_start_cell(run, cell_id, zone_refs, server, profile_name, {"rep": rep})
+    reps = int(params["repetitions"])
+    run.plan(len(transports) * (len(params["profiles"]) * reps
+                                + (params["port_range"] == "auto")),
+             per_cell_s=min(params["deadline_s"], 30 + params["zones"] / 300))
+    for transport in transports:
+        port_range = choose_port_range(run, server, transport, zone_refs)
+        for profile_name in params["profiles"]:
+            for rep in range(reps):
+                cell_id = f"transport={transport},profile={profile_name}" + (
+                    f",rep={rep}" if reps > 1 else "")
+                run_cold_start_cell(run, cell_id, zone_refs, server, profile_name,
+                                    {"rep": rep}, transport, port_range)
 
 
 def zone_sweep(run: Run) -> None:
-    """xfr-zone-sweep: total time and time per zone against the number of zones."""
+    """xfr-zone-sweep: total time and time per zone against the number of zones, with the
+    port range chosen as in xfr-30k-zones (calibrated on the largest count's zones)."""
     params = run.params
     for server in params["secondaries"]:
         if server not in SECONDARY_NODES:
             raise LabError(f"{server!r} is not a secondary this lab has",
                            hint="SECONDARIES=bind,knot,nsd")
-    for count in params["counts"]:
+    counts = list(params["counts"])
+    run.plan(len(counts) * len(params["secondaries"]) + (params["port_range"] == "auto")
+             * len(params["secondaries"]),
+             per_cell_s=min(params["deadline_s"], 30 + sum(counts) / len(counts) / 300))
+    ranges = {server: choose_port_range(run, server, "tcp",
+                                        small_zone_refs(max(counts), params["seed"]))
+              for server in params["secondaries"]}
+    if params["port_range"] == "auto" and len(set(ranges.values())) > 1:
+        # one range for every secondary: the slowest's
+        slowest = min(ranges.values(), key=lambda r: port_range_size(r) or 0)
+        ranges = dict.fromkeys(ranges, slowest)
+    for count in counts:
         zone_refs = small_zone_refs(count, params["seed"])
         for server in params["secondaries"]:
             run_cold_start_cell(run, f"zones={count},secondary={server}", zone_refs, server,
-                                params["profiles"][0], {"count": count})
+                                params["profiles"][0], {"count": count}, "tcp", ranges[server])
 
 
 # --- repeated single-zone cold starts: a TLD-size zone (xfr-tld), the smallest zone -------
@@ -307,6 +452,43 @@ TRANSFER_STATS: dict[str, re.Pattern[str]] = {
                       r"(?P<secs>[\d.e-]+) seconds"),
 }
 STATE_FILES = ("xfrd.state", "zone.list")
+
+# The secondary's own account of one AXFR: the log lines that open and close it, each with
+# the daemon's timestamp (BIND -g: "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[...]").
+_TIMESTAMP = (r"(?P<ts>\d{2}-[A-Z][a-z]{2}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"
+              r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)")
+TRANSFER_SPAN: dict[str, tuple[str, str]] = {
+    "bind": (r"zone {zone}/IN: Transfer started\.",
+             r"transfer of '{zone}/IN' from \S+: Transfer completed"),
+    "knot": (r"\[{zone}\.\] AXFR, incoming, remote \S+, started",
+             r"\[{zone}\.\] AXFR, incoming, remote \S+, finished"),
+    "nsd": (r"xfrd: zone {zone} .*(?:AXFR|xfr).*(?:request|started)",
+            r"zone {zone} .*received update"),
+}
+
+
+def _log_time(text: str) -> dt.datetime | None:
+    for fmt in ("%d-%b-%Y %H:%M:%S.%f", "%d-%b-%Y %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f%z",
+                "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def transfer_span(server: str, zone: str, log_text: str) -> dict[str, Any]:
+    """Start and end of the last AXFR of `zone` as the secondary logged them, and the time
+    between them (None where the log has no timestamped line for it)."""
+    opening, closing = (re.compile(_TIMESTAMP + r".*?" + p.format(zone=re.escape(zone)))
+                        for p in TRANSFER_SPAN[server])
+    starts = [m.group("ts") for m in opening.finditer(log_text)]
+    ends = [m.group("ts") for m in closing.finditer(log_text)]
+    start, end = (starts[-1] if starts else None), (ends[-1] if ends else None)
+    t0, t1 = (_log_time(start) if start else None), (_log_time(end) if end else None)
+    span = (t1 - t0).total_seconds() if t0 is not None and t1 is not None else None
+    return {"log_start": start, "log_end": end,
+            "log_span_s": round(span, 4) if span is not None else None}
 
 
 def wipe_secondary(node_dir: Path) -> None:
@@ -363,9 +545,12 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
                 time.sleep(poll_s)
             with open(lab.log(secondary), errors="replace") as log:
                 log.seek(log_start)
-                stats = _transfer_stats(server, log.read())
+                log_text = log.read()
+            stats = _transfer_stats(server, log_text)
             row = {"rep": rep, "delay_s": round(answered - start, 4) if answered else None,
-                   "error_s": round(poll_s + (rtt or 0), 4), "log_secs": stats.get("secs"),
+                   "error_s": round(poll_s + (rtt or 0), 4),
+                   **transfer_span(server, zone.rstrip("."), log_text),
+                   "log_secs": stats.get("secs"),
                    "messages": stats.get("messages"), "records": stats.get("records"),
                    "bytes": stats.get("bytes")}
             rows.append(row)
@@ -382,7 +567,10 @@ def _summarise(rows: list[dict[str, Any]], records: int) -> dict[str, Any]:
 
     delays = [r["delay_s"] for r in rows if r["delay_s"] is not None]
     figures: dict[str, Any] = {"repetitions": len(rows), "completed": len(delays),
-                               "delays_s": delays}
+                               "delays_s": delays,
+                               # the secondary's own log: first to last line of each AXFR
+                               "xfr_log_span_s": [r["log_span_s"] for r in rows],
+                               "xfr_log_secs": [r["log_secs"] for r in rows]}
     if delays:
         mean = statistics.fmean(delays)
         stdev = statistics.stdev(delays) if len(delays) > 1 else 0.0

@@ -43,7 +43,7 @@ def test_scale_then_command_line():
     spec = experiment.load_spec("xfr-30k-zones")
     params = experiment.resolve_params(spec, {"ZONES": "500"}, "ci")
     assert params["zones"] == 500
-    assert params["port_range"] == spec.scales["ci"]["port_range"]
+    assert params["failure_at_s"] == spec.scales["ci"]["failure_at_s"]
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -106,3 +106,61 @@ def test_experiment_refuses_a_lab_that_is_up_and_says_what_it_saw(tmp_path, monk
     assert f"state folder {tmp_path / 'labs' / 'xfr'}" in str(refused.value)
     assert "make lab down LAB=xfr" in refused.value.hint
     assert not (tmp_path / "results").exists()
+
+
+def _interrupted_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    spec = experiment.load_spec("xfr-30k-zones")
+    params = experiment.resolve_params(spec, {}, "ci")
+    run = experiment.Run(spec, params, "netns", False, ["make", "experiment"], "ci")
+    run.plan(2, per_cell_s=1)
+    with run.cell("profile=default", {"profile": "default"}) as cell:
+        cell.figures["tw_peak"] = 7
+    with pytest.raises(KeyboardInterrupt):
+        with run.cell("profile=wide-ports", {"profile": "wide-ports"}) as cell:
+            (cell.path / "half.csv").write_text("t\n1\n")
+            raise KeyboardInterrupt
+    run.finish(complete=False)
+    return spec, run
+
+
+def test_a_resumed_run_keeps_finished_cells_and_sets_unfinished_ones_aside(tmp_path,
+                                                                           monkeypatch):
+    spec, first = _interrupted_run(tmp_path, monkeypatch)
+    folder, params, scale = experiment.resume_params(spec, first.path, {}, None)
+    assert folder == first.path and params == first.params and scale == "ci"
+    again = experiment.Run(spec, params, "netns", False, ["make", "experiment"], scale,
+                           resume=folder)
+    assert again.run_id == first.run_id and again.path == first.path
+    assert again.finished("profile=default") == {"tw_peak": 7}
+    assert again.finished("profile=wide-ports") is None
+    with pytest.raises(LabError, match="never run again"):
+        with again.cell("profile=default", {"profile": "default"}):
+            pass
+    with again.cell("profile=wide-ports", {"profile": "wide-ports"}) as cell:
+        cell.figures["tw_peak"] = 9
+    again.finish(complete=True)
+    cells = first.path / "cells"
+    assert (cells / "profile=wide-ports.attempt-1" / "half.csv").exists()  # never deleted
+    meta = json.loads((first.path / "meta.json").read_text())
+    assert meta["complete"] is True and len(meta["resumed"]) == 1
+    assert meta["cells"]["profile=wide-ports"]["attempts"] == [
+        {"path": "cells/profile=wide-ports.attempt-1", "status": "interrupted"}]
+    assert list(meta["cells"]) == ["profile=default", "profile=wide-ports"]
+    assert meta["cells"]["profile=default"]["status"] == "complete"
+    kept = json.loads((cells / "profile=default" / "cell.json").read_text())
+    assert kept["figures"] == {"tw_peak": 7}  # the finished cell was not touched
+
+
+def test_resume_refuses_other_experiments_changed_parameters_and_finished_runs(
+        tmp_path, monkeypatch):
+    spec, first = _interrupted_run(tmp_path, monkeypatch)
+    with pytest.raises(LabError, match="keeps its parameters"):
+        experiment.resume_params(spec, first.path, {"ZONES": "5"}, None)
+    with pytest.raises(LabError, match="is a run of 'xfr-30k-zones'"):
+        experiment.resume_params(experiment.load_spec("xfr-tld"), first.path, {}, None)
+    with pytest.raises(LabError, match="no meta.json"):
+        experiment.resume_params(spec, tmp_path / "nothing", {}, None)
+    first.finish(complete=True)
+    with pytest.raises(LabError, match="complete"):
+        experiment.resume_params(spec, first.path, {}, None)

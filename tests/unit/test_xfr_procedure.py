@@ -1,0 +1,77 @@
+"""The F3 procedure's pure parts: the calibrated port range, the rate a calibration cell
+measured, and each AXFR's span as the secondary's own log tells it."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.procedures import xfr
+
+
+def test_auto_range_gives_the_ports_used_in_failure_at_s_at_the_measured_rate():
+    assert xfr.auto_port_range(400.0, 38.0) == "20000 35199"  # 15,200 ports
+    assert xfr.port_range_size(xfr.auto_port_range(400.0, 38.0)) == 15_200
+    assert xfr.auto_port_range(400.0, 0.5) == "20000 20199"
+
+
+def test_a_machine_as_fast_as_the_seeds_keeps_the_seeds_range():
+    # 28,232 ports / 38 s = 743/s: at that rate the seed's own range is exhausted by itself
+    assert xfr.auto_port_range(743.0, 38.0) == xfr.SEED_PORT_RANGE
+    assert xfr.auto_port_range(5000.0, 38.0) == xfr.SEED_PORT_RANGE
+
+
+def test_a_very_slow_machine_still_gets_a_usable_range():
+    assert xfr.port_range_size(xfr.auto_port_range(0.1, 1.0)) == xfr.MIN_AUTO_PORTS
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
+    rows = ["t,tcp_active_opens"] + [f"{t},{max(0, 100 * (t - 2))}" for t in range(12)]
+    # opens grow 100/s from t=2 to t=11 (900 connections over 9 s), flat before
+    _write(tmp_path / "monitor" / "sec-bind.csv", "\n".join(rows) + "\n")
+    events = ["t,event,zone"] + [f"{2 + i / 100:.2f},transfer_ok,z{i}" for i in range(900)]
+    events.append("5.0,connect_failed,zx")
+    _write(tmp_path / "xfr_events.csv", "\n".join(events) + "\n")
+    rate = xfr.transfer_rate(tmp_path)
+    assert rate["connections_per_s"] == pytest.approx(100.0, rel=0.01)
+    assert rate["transfers"] == 900
+    assert rate["transfers_per_s"] == pytest.approx(100.0, rel=0.02)
+    assert rate["monitor_samples"] == 10
+
+
+def test_transfer_rate_without_files_is_unknown(tmp_path):
+    (tmp_path / "monitor").mkdir()
+    assert xfr.transfer_rate(tmp_path) == {"connections_per_s": None, "transfers_per_s": None,
+                                           "transfers": 0, "monitor_samples": 0}
+
+
+BIND_LOG = """\
+23-Nov-2026 15:18:06.100 zone tld/IN: Transfer started.
+23-Nov-2026 15:18:06.101 transfer of 'tld/IN' from 198.18.0.11#53: connected using 198.18.0.12#41000
+23-Nov-2026 15:18:32.700 transfer of 'tld/IN' from 198.18.0.11#53: Transfer status: success
+23-Nov-2026 15:18:32.750 transfer of 'tld/IN' from 198.18.0.11#53: Transfer completed: \
+47700 messages, 14000000 records, 691000000 bytes, 26.649 secs (25929000 bytes/sec) (serial 1)
+"""
+KNOT_LOG = """\
+2026-11-23T15:18:06.100000+0000 info: [tld.] AXFR, incoming, remote 198.18.0.11@53, started
+2026-11-23T15:18:33.600000+0000 info: [tld.] AXFR, incoming, remote 198.18.0.11@53, \
+finished, 27.50 seconds, 47700 messages, 691000000 bytes
+"""
+
+
+@pytest.mark.parametrize("server, log, span", [("bind", BIND_LOG, 26.65),
+                                                ("knot", KNOT_LOG, 27.5)])
+def test_transfer_span_from_the_secondarys_own_log(server, log, span):
+    found = xfr.transfer_span(server, "tld", log)
+    assert found["log_span_s"] == pytest.approx(span)
+    assert found["log_start"].endswith("06.100000+0000" if server == "knot" else "06.100")
+
+
+def test_transfer_span_of_an_unfinished_transfer_is_none():
+    found = xfr.transfer_span("bind", "tld", BIND_LOG.splitlines()[0])
+    assert found["log_start"] and found["log_end"] is None and found["log_span_s"] is None
+    assert xfr.transfer_span("bind", "other", BIND_LOG)["log_start"] is None
