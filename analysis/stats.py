@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -167,13 +168,42 @@ def compare(df: pd.DataFrame, group: str, value: str, control: str,
     return Comparison(value, control, kw, post, spread(df, group, value), differs)
 
 
+PERCENTILES = (50, 90, 99)
+MEASURES = ("qps", "avg_latency_ms", "p99_latency_ms", "lost")
+
+
+def histogram_percentile(path: Path, percentile: float) -> float | None:
+    """The `percentile` of a latency histogram (columns `upper_s`, `count`) in ms: the upper
+    edge of the bin holding it (None without answers)."""
+    frame = pd.read_csv(path)
+    total = int(frame["count"].sum())
+    if total == 0:
+        return None
+    cumulative = frame["count"].cumsum().to_numpy()
+    index = int(np.searchsorted(cumulative, percentile / 100 * total, side="left"))
+    return float(frame["upper_s"].iloc[min(index, len(frame) - 1)]) * 1000
+
+
+def add_percentiles(frame: pd.DataFrame, cell_dir: Path) -> pd.DataFrame:
+    """`p<q>_latency_ms` columns from each trial's raw latency histogram (`latency_file`)."""
+    if "latency_file" not in frame.columns:
+        return frame
+    for q in PERCENTILES:
+        frame[f"p{q}_latency_ms"] = [
+            histogram_percentile(cell_dir / str(name), q)
+            if isinstance(name, str) and name and (cell_dir / name).exists() else None
+            for name in frame["latency_file"]]
+    return frame
+
+
 def read_trials(run: Run) -> pd.DataFrame:
-    """Every cell's `trials.csv` of a run, with the cell's scalar params as columns."""
+    """Every cell's `trials.csv` of a run, with the cell's scalar params as columns and the
+    latency percentiles of trials that kept a histogram."""
     frames = []
     for cell in run.cells:
         if not cell.has("trials.csv"):
             continue
-        frame = cell.csv("trials.csv").copy()
+        frame = add_percentiles(cell.csv("trials.csv").copy(), cell.dir)
         for key, val in cell.params.items():
             if isinstance(val, str | int | float) and key not in frame.columns:
                 frame[key] = val
@@ -196,7 +226,8 @@ def write_stats(run: Run) -> dict[str, Any]:
         out[key] = {}
         if part["profile"].nunique() < 2:
             continue
-        for measure in ("qps", "avg_latency_ms"):
-            out[key][measure] = compare(part, "profile", measure, control).to_dict()
+        for measure in MEASURES:
+            if measure in part.columns and part[measure].notna().all():
+                out[key][measure] = compare(part, "profile", measure, control).to_dict()
     (run.dir / "stats.json").write_text(json.dumps(out, indent=1, default=str))
     return out

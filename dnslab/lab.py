@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dnslab import probe, render, topology
+from dnslab import probe, render, topology, wan
 from dnslab.errors import LabError
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
@@ -71,6 +71,8 @@ class Lab:
         self.rendered = rendered
         self.state = state
         self.runtime = runtime
+        # node -> WAN emulation applied and read back (dnslab.wan)
+        self.wan: dict[str, dict] = {}
 
     @property
     def name(self) -> str:
@@ -213,6 +215,13 @@ def up(lab: str, runtime: str = "auto", data: LabData | None = None,
                 handle.start(name)
         if wait:
             handle.wait_healthy([n for n in topo.nodes if n not in held])
+        # after the health checks: a node whose link loses everything still answered them
+        for index, (name, spec) in enumerate(sorted(data.wan.items())):
+            if name not in state.nodes:
+                raise LabError(f"wan names node {name!r}, which lab {topo.name!r} does not have",
+                               hint="nodes: " + ", ".join(state.nodes))
+            handle.wan[name] = wan.apply(rendered.root, name, state.nodes[name].netns,
+                                         wan.parse(name, spec), seed=index)
     except BaseException:
         _destroy(topo.name, chosen)
         raise
@@ -234,7 +243,10 @@ def attach(lab: str) -> Lab:
 
 
 def _destroy(lab: str, runtime: Runtime) -> list[str]:
-    removed = runtime.destroy(lab)
+    # WAN delayers are host processes in a node's namespace: a container's removal would
+    # not stop them
+    removed = wan.stop_all(render.lab_dir(lab))
+    removed += runtime.destroy(lab)
     state = LabState.load(lab)
     if state is not None:
         state.file.unlink()

@@ -67,6 +67,9 @@ class LabData:
     # per-node CPU placement (containerlab's `cpu-set`, e.g. "1" or "0-1"), over the
     # topology's own `cpu-set`; an experiment keeps its load generator off the server's cores
     cpu_sets: dict[str, str] = field(default_factory=dict)
+    # WAN emulation per node: {"delay_ms", "jitter_ms", "loss_pct"} on its eth1 output
+    # (dnslab.wan; applied by lab.up on either runtime)
+    wan: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass

@@ -9,6 +9,12 @@ for `invalid`/`onion`, which are not used here) to resolve names under it.
 Root servers are `<letter>.root-servers.<first tld>.`; their A records live in the first TLD
 zone and as glue in the root zone. TLD servers are `ns<k>.nic.<tld>.` (glue in the root),
 second-level servers `ns<k>.<sld>.<tld>.` (glue in the TLD zone).
+
+The tail real traffic has: `slow_pct` % of the second-level zones are delegated to
+`slow_servers` and `dead_pct` % to `dead_servers` (the resolver lab gives those nodes a long,
+lossy or fully lossy WAN link: slow answers, timeouts, SERVFAIL), and `nxdomain_pct` % of the
+popular list are names that do not exist (`nx<k>.<sld>`, answered NXDOMAIN by the zone's
+server; about 7 % of real resolver traffic).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from zones.common import (
 )
 
 NAME = "internet"
-VERSION = 1  # bump when the generated content changes for the same parameters
+VERSION = 2  # bump when the generated content changes for the same parameters
 RESERVED_TLDS = ("example", "test", "internal")
 DEFAULTS: dict[str, Any] = {
     "root_servers": ["198.18.0.11"],
@@ -39,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "tlds": 3,
     "slds": 10_000,
     "names": 10_000,
+    "slow_servers": [],
+    "dead_servers": [],
+    "slow_pct": 0.0,
+    "dead_pct": 0.0,
+    "nxdomain_pct": 0.0,
 }
 # (prefix, type) candidates for popular names, in the order they are used per SLD
 NAME_KINDS = (("www.", "A"), ("", "A"), ("www.", "AAAA"), ("mail.", "A"), ("", "MX"))
@@ -55,7 +66,21 @@ def normalize(params: dict[str, Any]) -> dict[str, Any]:
         "tlds": want_int(p, "tlds", 1, 99),
         "slds": want_int(p, "slds", 1, 1_000_000),
         "names": want_int(p, "names", 1, 5_000_000),
+        "slow_servers": want_addresses(p["slow_servers"], "slow_servers")
+        if p["slow_servers"] else [],
+        "dead_servers": want_addresses(p["dead_servers"], "dead_servers")
+        if p["dead_servers"] else [],
     }
+    for key in ("slow_pct", "dead_pct", "nxdomain_pct"):
+        try:
+            out[key] = float(p[key])
+        except (TypeError, ValueError):
+            raise LabError(f"{key} must be a number", hint="a percentage, e.g. 7") from None
+        if not 0 <= out[key] <= 100:
+            raise LabError(f"{key} must be between 0 and 100", hint=f"got {p[key]}")
+    for share, servers in (("slow_pct", "slow_servers"), ("dead_pct", "dead_servers")):
+        if out[share] and not out[servers]:
+            raise LabError(f"{share} needs {servers}", hint=f"the addresses of the {servers}")
     if len(out["root_servers"]) > 13:
         raise LabError("at most 13 root server addresses (a ... m)")
     if out["names"] > len(NAME_KINDS) * out["slds"]:
@@ -139,11 +164,16 @@ def build(out: Path, params: dict[str, Any], seed: int) -> dict[str, Any]:
     # second-level zones, spread round-robin over the TLDs
     labels = _sld_labels(rng, params["slds"])
     slds = [f"{lab}.{tlds[i % len(tlds)]}" for i, lab in enumerate(labels)]
-    n_ns = min(2, len(sld_addrs))
     delegations: dict[str, list[str]] = {t: [] for t in tlds}
+    tail = random.Random(seed ^ 0x7A11)  # its own stream: the rest stays as without a tail
     for i, sld in enumerate(slds):
         tld = sld.rsplit(".", 1)[1]
-        servers = [sld_addrs[(i + k) % len(sld_addrs)] for k in range(n_ns)]
+        bucket = tail.random() * 100
+        pool = (params["dead_servers"] if bucket < params["dead_pct"] else
+                params["slow_servers"] if bucket < params["dead_pct"] + params["slow_pct"]
+                else sld_addrs)
+        n_ns = min(2, len(pool))
+        servers = [pool[(i + k) % len(pool)] for k in range(n_ns)]
         ns_lines = [f"@ NS ns{k + 1}\nns{k + 1} {'AAAA' if ':' in a else 'A'} {a}\n"
                     for k, a in enumerate(servers)]
         web4, mail4 = doc_v4(rng.randrange(508)), doc_v4(rng.randrange(508))
@@ -183,12 +213,15 @@ def build(out: Path, params: dict[str, Any], seed: int) -> dict[str, Any]:
                             "servers": tld_addrs, **info})
     zones[1:1] = tld_entries
 
-    files["popular_names"] = popular_names(out / "queries", slds, params["names"], seed)
+    files["popular_names"] = popular_names(out / "queries", slds, params["names"], seed,
+                                           params["nxdomain_pct"])
     return {"zones": zones, "files": files}
 
 
-def popular_names(qdir: Path, slds: list[str], count: int, seed: int) -> dict[str, Any]:
-    """Write `queries/popular.txt` ("name TYPE" per line, most popular first)."""
+def popular_names(qdir: Path, slds: list[str], count: int, seed: int,
+                  nxdomain_pct: float = 0.0) -> dict[str, Any]:
+    """Write `queries/popular.txt` ("name TYPE" per line, most popular first); `nxdomain_pct`
+    % of the lines, spread over the list, ask for a name that does not exist."""
     rng = random.Random(seed ^ 0x5EED)
     order = list(range(len(slds)))
     rng.shuffle(order)
@@ -198,6 +231,10 @@ def popular_names(qdir: Path, slds: list[str], count: int, seed: int) -> dict[st
             if len(lines) == count:
                 break
             lines.append(f"{prefix}{slds[i]} {qtype}\n")
+    if nxdomain_pct:
+        nx = random.Random(seed ^ 0x0DD)
+        for k in nx.sample(range(len(lines)), round(len(lines) * nxdomain_pct / 100)):
+            lines[k] = f"nx{k}.{slds[nx.randrange(len(slds))]} A\n"
     qdir.mkdir(exist_ok=True)
     info = write_small_file(qdir / "popular.txt", "".join(lines), len(lines))
     return {"file": "queries/popular.txt", **info}

@@ -105,12 +105,49 @@ def parse_dnsperf(text: str) -> DnsperfResult:
     return result
 
 
-def run_tool(lab: Lab, node: str, argv: list[str], out: Path,
-             timeout: float) -> tuple[str, float | None, float, int]:
+# dnsperf -v: one line per answer, "> NOERROR name TYPE 0.000856" (latency in s)
+_VERBOSE_ANSWER = re.compile(r"^> \S+ .* ([0-9]+\.[0-9]+)$")
+# latency histogram bins: 20 per decade from 10 us to 100 s (upper edges, in s)
+LATENCY_BINS = [10 ** (-5 + i / 20) for i in range(1, 141)]
+
+
+class LatencyHistogram:
+    """Counts of answer latencies in `LATENCY_BINS` (kept as raw data; percentiles are the
+    analysis' business)."""
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BINS) + 1)  # the last one: above the top edge
+
+    def add(self, latency_s: float) -> None:
+        import bisect
+
+        self.counts[bisect.bisect_left(LATENCY_BINS, latency_s)] += 1
+
+    def write(self, path: Path) -> None:
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["upper_s", "count"])
+            for edge, count in zip([*LATENCY_BINS, float("inf")], self.counts, strict=True):
+                writer.writerow([f"{edge:.6g}", count])
+
+
+def _split_verbose(stream: Any, handle: Any, histogram: LatencyHistogram) -> None:
+    for line in stream:
+        match = _VERBOSE_ANSWER.match(line.rstrip("\n"))
+        if match:
+            histogram.add(float(match.group(1)))
+        else:
+            handle.write(line)
+
+
+def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
+             histogram: LatencyHistogram | None = None
+             ) -> tuple[str, float | None, float, int]:
     """Run a tool in a node, output to `out`; return (output, its CPU seconds, wall s, rc).
 
     The CPU time comes from wait4's rusage: `ip netns exec` execs the tool in place, so the
-    child we wait for is the tool itself.
+    child we wait for is the tool itself. With `histogram`, the tool's per-answer lines
+    (dnsperf -v) are binned into it instead of being written out.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     # On clab the local child is `docker exec`: the tool's CPU is the node's cgroup delta
@@ -118,8 +155,17 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path,
     node_cpu_before = lab.runtime.node_cpu_seconds(lab.state, node)
     start = time.monotonic()
     with open(out, "w") as handle:
-        proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        reader = None
+        if histogram is None:
+            proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        else:
+            proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, text=True, bufsize=1 << 16)
+            reader = threading.Thread(target=_split_verbose,
+                                      args=(proc.stdout, handle, histogram), daemon=True)
+            reader.start()
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         try:
@@ -127,6 +173,8 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path,
         finally:
             killer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
+        if reader is not None:
+            reader.join(timeout=30)
     wall = time.monotonic() - start
     cpu = usage.ru_utime + usage.ru_stime
     node_cpu_after = lab.runtime.node_cpu_seconds(lab.state, node)
@@ -139,8 +187,11 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
             duration_s: float | None = None, runs: int | None = None, clients: int = 1,
             threads: int = 1, outstanding: int = 100, max_qps: float | None = None,
             tcp: bool = False, timeout_s: float = 5.0,
-            extra: list[str] | None = None) -> DnsperfResult:
-    """One dnsperf run from `node` against `server` (a lab address); raw output in `out`."""
+            extra: list[str] | None = None,
+            latency_csv: Path | None = None) -> DnsperfResult:
+    """One dnsperf run from `node` against `server` (a lab address); raw output in `out`.
+    With `latency_csv`, dnsperf reports every answer (-v) and their latencies are written
+    there as a histogram (`LATENCY_BINS`, columns `upper_s`, `count`)."""
     check_lab_address(server)
     argv = ["dnsperf", "-s", server, "-d", str(query_file), "-c", str(clients),
             "-T", str(threads), "-q", str(outstanding), "-t", f"{timeout_s:g}",
@@ -155,8 +206,13 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
     if tcp:
         argv += ["-m", "tcp"]
     argv += extra or []
+    histogram = LatencyHistogram() if latency_csv is not None else None
+    if histogram is not None:
+        argv.append("-v")
     limit = (duration_s or 0) + 4 * timeout_s + 60
-    text, cpu, wall, rc = run_tool(lab, node, argv, out, limit)
+    text, cpu, wall, rc = run_tool(lab, node, argv, out, limit, histogram)
+    if histogram is not None and latency_csv is not None:
+        histogram.write(latency_csv)
     result = parse_dnsperf(text)
     result.generator_cpu_s = round(cpu, 3) if cpu is not None else None
     result.wall_s = round(wall, 3)

@@ -1,31 +1,40 @@
 """F4 (seed 003): a caching Unbound in front of an emulated internet, cold vs warm cache.
 
 Lab `resolver`: `root` (NSD, the lab root zone), `tld` (NSD, the TLD zones), `sld` (NSD,
-every second-level zone), `resolver` (Unbound configured as in the seed, scaled to this
-host's cores) and `client` (dnsperf, resperf). The zones come from the `internet` generator
-with the delegations pointing at exactly these nodes; Unbound's root hints name only `root`.
-NSD's response rate limiting is off on all three (a resolver is one source address).
+the second-level zones), `sld-slow` and `sld-dead` (NSD, the `slow_pct` % and `dead_pct` % of
+second-level zones that make the tail real traffic has), `resolver` (Unbound configured as in
+the seed, scaled to this host's cores) and `client` (dnsperf, resperf). The zones come from
+the `internet` generator with the delegations pointing at exactly these nodes (and
+`nxdomain_pct` % of the name list asking for names that do not exist); Unbound's root hints
+name only `root`. NSD's response rate limiting is off on all of them (a resolver is one
+source address).
+
+The seed's upstream was the internet, tens of milliseconds away: `wan` gives each
+authoritative node a delay, jitter and loss on its link (dnslab.wan, applied to what the node
+sends, so a round trip to it takes that much longer; read back into meta.json per cell).
+`sld-dead`'s link loses everything (its names time out: SERVFAIL or lost queries).
 
 Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
-- `cache=cold,outstanding=<q>`: flush the cache (`unbound-control flush_zone .`,
-  `flush_infra all`, `flush_requestlist` over the unix control socket), then one dnsperf pass
-  over the `names`-name list (`-n 1 -q <q>`, as in the seed);
-- `cache=warm,outstanding=<q>`: flush, one pass to fill the cache (its figures are kept as
-  `warmup_*`), then the measured run: dnsperf looping over the list for `warm_s` seconds
-  (one pass of 10,000 cached names takes ~0.1 s here, too short a window to compare -q
-  settings), or one pass when `warm_s` is 0.
+- `cache=cold,outstanding=<q>`: `trials` times: flush the cache (`unbound-control
+  flush_zone .`, `flush_infra all`, `flush_requestlist` over the unix control socket), then
+  one dnsperf pass over the `names`-name list (`-n 1 -q <q>`, as in the seed);
+- `cache=warm,outstanding=<q>`: `trials` times: flush, one pass to fill the cache (its
+  figures are kept as `warmup_*`), then the measured run, the same one pass as cold (or,
+  with `warm_s` > 0, dnsperf looping over the list for that many seconds).
 Then, when `resperf` is on, `ramp=resperf,cache=cold` and `ramp=resperf,cache=warm`:
 resperf's ramp (`-m resperf_max_qps -r resperf_ramp_s`) against a flushed resolver and
 against one warmed by a pass over the whole list. The cold ramp reads the list once (no
 `-R`), so every query is for a name not yet asked and its ceiling is capped to what the list
 can feed (`resperf_max_qps_used`).
 
-Files per cell: `dnsperf.txt` (raw; warm cells also `dnsperf-warmup.txt`), `flush.txt`
+Files per cell: `trials.csv` (one row per trial: `trial` and the figures below),
+`dnsperf-<trial>.txt` (raw; warm cells also `dnsperf-warmup-<trial>.txt`), `flush.txt`
 (unbound-control output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
 resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `resperf.csv` (columns `time_s`, `target_qps`, `actual_qps`, `responses_per_s`,
 `failures_per_s`, `avg_latency_s`, `connections_per_s`, `conn_latency_s`).
-`cell.json` figures (dnsperf cells): `qps`, `sent`, `completed`, `lost`, `run_time_s`,
+`cell.json` figures (dnsperf cells; the median over the trials, `qps_trials` each):
+`qps`, `sent`, `completed`, `lost`, `run_time_s`,
 `avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
 `generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
 `warmup_run_time_s`. resperf cells: `max_throughput_qps`, `lost_at_max`,
@@ -54,7 +63,8 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.topology import LAN
 from experiments.procedures import perf
 
-AUTH_NODES = ("root", "tld", "sld")
+AUTH_NODES = ("root", "tld", "sld", "sld-slow", "sld-dead")
+TAIL_NODES = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
 NO_RRL = {"rrl-ratelimit": 0}
 # /proc/net follows the process's main thread; thread-self follows the probing thread
 SNMP = "/proc/thread-self/net/snmp"
@@ -93,15 +103,21 @@ def internet(params: dict[str, Any]) -> tuple[zones.ZoneSet, dict[str, list[Zone
 
     topo = topology.load("resolver")
     addr = {n: str(topo.node(n).address) for n in AUTH_NODES}
+    tail = {key: float(params.get(key, 0)) for key in (*TAIL_NODES, "nxdomain_pct")}
     zone_set = zones.ensure("internet", {
         "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
         "sld_servers": [addr["sld"]], "tlds": params["tlds"], "slds": params["slds"],
-        "names": max(params["names"], params["resperf_names"])}, seed=params["seed"])
+        "names": max(params["names"], params["resperf_names"]),
+        **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
+        **({"dead_servers": [addr["sld-dead"]]} if tail["dead_pct"] else {}),
+        **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
+    node_of = {a: n for n, a in addr.items()}
     per_node: dict[str, list[ZoneRef]] = {n: [] for n in AUTH_NODES}
     for zone in zone_set.zones:
-        node = {"root": "root", "tld": "tld", "sld": "sld"}[zone.role or "sld"]
+        servers = zone.servers or [addr[zone.role or "sld"]]
+        node = node_of.get(servers[0], zone.role or "sld")
         per_node[node].append(ZoneRef(zone.fqdn, zone.path, on_secondaries=False))
-    return zone_set, per_node
+    return zone_set, {n: z for n, z in per_node.items() if z}
 
 
 def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
@@ -163,7 +179,7 @@ class LeakCheck:
                            "(make images)") from exc
         self.before = self._quiet()
 
-    def _quiet(self, timeout: float = 10.0) -> dict[str, dict[str, int]]:
+    def _quiet(self, timeout: float = 30.0) -> dict[str, dict[str, int]]:
         """Counters of every node, read when nothing moved for 0.3 s: a datagram in flight
         while they are read would be counted on one side only."""
         nodes = ("resolver", "client", *AUTH_NODES)
@@ -200,11 +216,17 @@ class LeakCheck:
 
 def _lab_data(params: dict[str, Any], per_node: dict[str, list[ZoneRef]], cores: int,
               zone_dir: Path) -> LabData:
+    wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
     return LabData(
         zones=[], health_zone=per_node["tld"][0].name, node_zones=per_node,
         node_options={"resolver": unbound_options(cores, params.get("unbound_options", {})),
                       **{n: {"server": NO_RRL} for n in AUTH_NODES}},
-        sysctls={}, extra_binds=[zone_dir])
+        sysctls={}, extra_binds=[zone_dir], wan=wan)
+
+
+def idle_nodes(per_node: dict[str, list[ZoneRef]]) -> list[str]:
+    """Authoritative nodes with no zone to serve in this run (no tail): not started."""
+    return [n for n in AUTH_NODES if n not in per_node]
 
 
 def _cpu(cell: Cell) -> float | None:
@@ -234,39 +256,61 @@ def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
     return {k: row[k] for k in keep}
 
 
+def _trial(lab: Lab, cell: Cell, qfile: Path, q: int, state: str, trial: int,
+           params: dict[str, Any]) -> dict[str, Any]:
+    """One trial: flush; warm: one pass to fill the cache; then the measured pass."""
+    flush(lab, cell)
+    row: dict[str, Any] = {"trial": trial}
+    if state == "warm":
+        warm = _pass(lab, cell, qfile, q, f"dnsperf-warmup-{trial}.txt", params)
+        row.update({"warmup_qps": warm["qps"], "warmup_run_time_s": warm["run_time_s"]})
+    measured_s = float(params["warm_s"]) if state == "warm" else 0
+    row.update(_pass(lab, cell, qfile, q, f"dnsperf-{trial}.txt", params, measured_s))
+    return row
+
+
 def cache(run: Run) -> None:
-    """resolver-cache: cold and warm dnsperf passes at each -q, then resperf's ramps."""
+    """resolver-cache: cold and warm dnsperf trials at each -q, then resperf's ramps."""
     params = run.params
     cores = int(params.get("cores") or os.cpu_count() or 1)
     zone_set, per_node = internet(params)
     dnsperf_list, resperf_list = name_lists(run, zone_set)
     data = _lab_data(params, per_node, cores, zone_set.path)
-    base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id}
+    idle = idle_nodes(per_node)
+    base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
+            "trials": params["trials"]}
+    trials = int(params["trials"])
+    run.plan(2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
+             per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
     for q in params["outstanding"]:
         for state in ("cold", "warm"):
-            with run.cell(f"cache={state},outstanding={q}",
-                          {"cache": state, "outstanding": q, "tool": "dnsperf", **base}) as cell:
-                lab = cell.up(data)
+            cell_id = f"cache={state},outstanding={q}"
+            if run.finished(cell_id) is not None:
+                continue
+            with run.cell(cell_id, {"cache": state, "outstanding": q, "tool": "dnsperf",
+                                    **base}) as cell:
+                lab = cell.up(data, hold=idle)
                 leak = LeakCheck(lab)
-                flush(lab, cell)
                 cell.monitor(["resolver"])
-                if state == "warm":
-                    warm = _pass(lab, cell, dnsperf_list, q, "dnsperf-warmup.txt", params)
-                    cell.figures.update({"warmup_qps": warm["qps"],
-                                         "warmup_run_time_s": warm["run_time_s"]})
-                measured_s = float(params["warm_s"]) if state == "warm" else 0
-                cell.figures.update(_pass(lab, cell, dnsperf_list, q, "dnsperf.txt", params,
-                                          measured_s))
+                rows = []
+                for trial in range(1, trials + 1):
+                    rows.append(_trial(lab, cell, dnsperf_list, q, state, trial, params))
+                    perf.write_rows(cell.path / "trials.csv", rows)
                 assert cell.monitors is not None
                 cell.monitors.stop()
-                cell.figures.update({"resolver_cpu_pct": _cpu(cell), "names": params["names"],
+                cell.figures.update({k: perf.median([r[k] for r in rows])
+                                     for k in rows[0] if k != "trial"})
+                cell.figures.update({"qps_trials": [r["qps"] for r in rows],
+                                     "resolver_cpu_pct": _cpu(cell), "names": params["names"],
                                      **leak.finish(cell)})
     if not params["resperf"]:
         return
     for state in ("cold", "warm"):
+        if run.finished(f"ramp=resperf,cache={state}") is not None:
+            continue
         with run.cell(f"ramp=resperf,cache={state}",
                       {"cache": state, "tool": "resperf", **base}) as cell:
-            lab = cell.up(data)
+            lab = cell.up(data, hold=idle)
             leak = LeakCheck(lab)
             flush(lab, cell)
             cell.monitor(["resolver"])

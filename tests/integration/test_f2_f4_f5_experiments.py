@@ -84,14 +84,27 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
     run = experiment.run_experiment("resolver-cache", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
+    meta = json.loads((run.path / "meta.json").read_text())
     for q in (100, 200, 300):
         cold, warm = figures[f"cache=cold,outstanding={q}"], figures[f"cache=warm,outstanding={q}"]
-        assert cold["sent"] == 1000 and cold["rcode_NOERROR"] > 900
-        # the measured warm run loops over the 1,000-name list for warm_s (2 s at SCALE=ci)
-        assert warm["sent"] > 1000 and warm["rcode_NOERROR"] > 0.9 * warm["sent"]
-        assert 1.5 <= warm["run_time_s"] <= 3.5
+        # cold and warm measured the same way: one pass over the 1,000 names, 2 trials each
+        for fig in (cold, warm):
+            assert fig["sent"] == 1000 and len(fig["qps_trials"]) == 2
+            # the tail: ~7 % of the names do not exist, some time out or fail
+            assert 40 <= fig["rcode_NXDOMAIN"] <= 110
+            assert fig["rcode_NOERROR"] > 800
+        assert cold["lost"] + cold["rcode_SERVFAIL"] > 0
         assert warm["qps"] > cold["qps"]
         assert warm["warmup_qps"] > 0
+        # the emulated internet is tens of milliseconds away: the cold pass waits on it
+        assert cold["avg_latency_ms"] > 20
+        wan = meta["cells"][f"cache=cold,outstanding={q}"]["wan"]
+        assert set(wan) == {"root", "tld", "sld", "sld-slow", "sld-dead"}
+        assert wan["sld"]["delay_ms"] == 40 and wan["sld-dead"]["loss_pct"] == 100
+        assert wan["root"]["readback"]  # tc qdisc show, or the NFQUEUE rule
+        counters = meta["cells"][f"cache=cold,outstanding={q}"]["wan_counters"]
+        if wan["root"]["backend"] == "nfqueue":
+            assert counters["sld"]["accepted"] > 100 and counters["sld-dead"]["dropped"] > 0
     for cell_id, fig in figures.items():
         assert fig["leak_datagrams"] == 0, cell_id
         assert fig["outside_lab_packets"] == 0, cell_id
@@ -117,10 +130,18 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
     for profile in ("default", "diiner", "tso-win-divisor-1"):
         fig = figures[f"profile={profile}"]
         trials = rows(run.path / "cells" / f"profile={profile}" / "trials.csv")
-        assert len(trials) == 3 * 2 and {t["load_pct"] for t in trials} == {"10", "100"}
+        assert len(trials) == 3 * 3
+        assert {t["load_pct"] for t in trials} == {"10", "100", "150"}
         assert len(fig["qps_trials_l100"]) == 3
         # about 10 % of capacity is offered and answered
         assert fig["qps_l10"] == pytest.approx(capacity / 10, rel=0.25)
+        # open loop: dnsperf may keep rate x timeout queries in flight
+        over = [t for t in trials if t["load_pct"] == "150"]
+        assert all(int(t["outstanding"]) >= 1.5 * capacity * 2.0 for t in over)
+        for trial in trials:  # every answer's latency, binned
+            histogram = rows(run.path / "cells" / f"profile={profile}" / trial["latency_file"])
+            assert sum(int(r["count"]) for r in histogram) == int(trial["completed"])
+            assert trial["listen_overflows"] != ""
     meta = json.loads((run.path / "meta.json").read_text())
     readback = {c: meta["cells"][f"profile={c}"]["sysctls"]["auth-knot"]
                 for c in ("default", "diiner", "tso-win-divisor-1")}
@@ -129,8 +150,8 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
     assert readback["default"]["net.ipv4.tcp_tso_win_divisor"] == "3"
     stats = json.loads((run.path / "stats.json").read_text())
     assert stats["control"] == "default"
-    for load in ("l10", "l100"):
-        for measure in ("qps", "avg_latency_ms"):
+    for load in ("l10", "l100", "l150"):
+        for measure in ("qps", "avg_latency_ms", "p99_latency_ms", "lost"):
             result = stats[load][measure]
             assert 0 <= result["kruskal"]["p"] <= 1
             assert set(result["posthoc"]) == {"diiner", "tso-win-divisor-1"}

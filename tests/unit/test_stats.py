@@ -135,3 +135,56 @@ def test_f2_tolerance_depends_on_the_cores_left_to_the_front_end():
     # one server core (a 2-core host, the generator on the other): "not slower"
     assert min_tuned_ratio(server_cores=1) == 0.9
     assert min_tuned_ratio(server_cores=7) == 1.0
+    assert min_tuned_ratio(cores=2, generator_threads=1) == 0.9
+    assert min_tuned_ratio(cores=8, generator_threads=1) == 1.0
+
+
+def _tcp_sysctl_run(root, cells):
+    """A tcp-sysctl run folder written through the results contract: {profile: (qps list,
+    histogram rows)}."""
+    from analysis.rundata import load_run
+    from dnslab.results import RunWriter
+
+    writer = RunWriter.create(root, "tcp-sysctl", "20260101T000000Z-0001",
+                              {"params": {"profiles": list(cells)}})
+    for profile, (qps_values, histogram) in cells.items():
+        cell_id = f"profile={profile}"
+        cell_dir = writer.start_cell(cell_id, {"profile": profile}, "2026-01-01T00:00:00")
+        rows = ["trial,load_pct,qps,avg_latency_ms,lost,latency_file"]
+        for i, qps in enumerate(qps_values):
+            name = f"latency-l100-{i}.csv"
+            (cell_dir / name).write_text("upper_s,count\n" + "".join(
+                f"{edge},{count}\n" for edge, count in histogram))
+            rows.append(f"{i},100,{qps},{1000 / qps:.4f},0,{name}")
+        (cell_dir / "trials.csv").write_text("\n".join(rows) + "\n")
+        writer.write_cell(cell_id, {}, "complete")
+        writer.end_cell(cell_id, "2026-01-01T00:01:00", "complete")
+    writer.finish("2026-01-01T00:02:00", True)
+    return load_run(writer.dir)
+
+
+def test_histogram_percentile_is_the_upper_edge_of_the_bin_holding_it(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("upper_s,count\n0.001,50\n0.002,40\n0.01,9\ninf,1\n")
+    assert stats.histogram_percentile(path, 50) == pytest.approx(1.0)
+    assert stats.histogram_percentile(path, 90) == pytest.approx(2.0)
+    assert stats.histogram_percentile(path, 99) == pytest.approx(10.0)
+    path.write_text("upper_s,count\n0.001,0\n")
+    assert stats.histogram_percentile(path, 99) is None
+
+
+def test_tcp_sysctl_stats_cover_latency_percentiles_and_lost_queries(tmp_path):
+    import json as _json
+
+    hist = [(0.001, 90), (0.004, 10)]
+    run = _tcp_sysctl_run(tmp_path, {"default": ([1000, 1010, 990, 1005, 995], hist),
+                                     "x": ([1500, 1490, 1510, 1505, 1495], hist)})
+    frame = stats.read_trials(run)
+    assert frame["p99_latency_ms"].tolist() == [pytest.approx(4.0)] * 10
+    out = stats.write_stats(run)
+    assert out["control"] == "default"
+    assert "x" in out["l100"]["qps"]["differs"]
+    assert "p99_latency_ms" in out["l100"]
+    # a measure equal in every trial (no lost query anywhere) is compared without failing
+    assert "lost" in out["l100"]
+    assert _json.loads((run.dir / "stats.json").read_text())["control"] == "default"

@@ -1,0 +1,3 @@
+module github.com/dnslab/wanem
+
+go 1.26.8
