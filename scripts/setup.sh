@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
-              dnsperf iproute2 procps iptables python3-venv)
+              dnsperf iproute2 procps iptables python3-venv
+              # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
+              libnetfilter-queue-dev gcc util-linux)
 
 # images need a Docker engine and debootstrap (for a local base); the report test a browser
 DOCKER_APT_PACKAGES=(docker.io debootstrap)

@@ -1,0 +1,54 @@
+"""WAN emulation's pure parts: link shapes from experiment data, netem arguments, and the
+delayer bookkeeping `lab down` relies on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dnslab import wan
+from dnslab.errors import LabError
+
+
+def test_a_link_shape_from_experiment_data():
+    shape = wan.parse("sld", {"delay_ms": 40, "jitter_ms": 15, "loss_pct": 0.5})
+    assert shape == wan.LinkShape(40.0, 15.0, 0.5)
+    assert shape.netem_args() == ["netem", "delay", "40ms", "15ms", "distribution", "normal",
+                                  "loss", "0.5%"]
+    assert wan.parse("root", {"delay_ms": 20}).netem_args() == ["netem", "delay", "20ms"]
+    assert wan.parse("dead", {"loss_pct": 100}).netem_args() == [
+        "netem", "delay", "0ms", "loss", "100%"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"delay": 40}, "unknown key"),
+    ({"delay_ms": "far"}, "must be numbers"),
+    ({"loss_pct": 120}, "above 100"),
+    ({"jitter_ms": -1}, "negative"),
+    ("40ms", "not a mapping"),
+])
+def test_bad_link_shapes_get_one_clear_error(spec, message):
+    with pytest.raises(LabError, match=message):
+        wan.parse("sld", spec)
+
+
+def test_stop_all_stops_the_delayers_recorded_and_forgets_them(tmp_path):
+    state = wan.state_dir(tmp_path)
+    state.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    (state / "sld.pid").write_text(str(sleeper.pid))
+    (state / "gone.pid").write_text("999999999")
+    stopped = wan.stop_all(tmp_path)
+    assert stopped == [f"wan delayer sld (pid {sleeper.pid})"]
+    assert sleeper.wait(timeout=5) is not None
+    assert not list(state.glob("*.pid"))
+    assert wan.stop_all(tmp_path / "no-lab") == []
+
+
+def test_delayer_counters_are_read_back_for_nfqueue_only(tmp_path):
+    stats = tmp_path / "sld.json"
+    stats.write_text('{"queued": 5, "accepted": 4, "dropped": 1}')
+    assert wan.read_stats({"backend": "nfqueue", "stats_file": str(stats)})["dropped"] == 1
+    assert wan.read_stats({"backend": "netem"}) is None
