@@ -478,8 +478,10 @@ def _log_time(text: str) -> dt.datetime | None:
 
 
 def transfer_span(server: str, zone: str, log_text: str) -> dict[str, Any]:
-    """Start and end of the last AXFR of `zone` as the secondary logged them, and the time
-    between them (None where the log has no timestamped line for it)."""
+    """Start and end of the last AXFR of `zone` as the secondary logged them, the time
+    between them (None where the log has no timestamped line for it) and the resolution of
+    the log's clock (Knot's stderr log has whole seconds: its own duration, `log_secs`, is
+    the finer figure there)."""
     opening, closing = (re.compile(_TIMESTAMP + r".*?" + p.format(zone=re.escape(zone)))
                         for p in TRANSFER_SPAN[server])
     starts = [m.group("ts") for m in opening.finditer(log_text)]
@@ -487,8 +489,10 @@ def transfer_span(server: str, zone: str, log_text: str) -> dict[str, Any]:
     start, end = (starts[-1] if starts else None), (ends[-1] if ends else None)
     t0, t1 = (_log_time(start) if start else None), (_log_time(end) if end else None)
     span = (t1 - t0).total_seconds() if t0 is not None and t1 is not None else None
+    fraction = re.search(r":\d{2}\.(\d+)", start or end or "")
     return {"log_start": start, "log_end": end,
-            "log_span_s": round(span, 4) if span is not None else None}
+            "log_span_s": round(span, 4) if span is not None else None,
+            "log_resolution_s": 10.0 ** -len(fraction.group(1)) if fraction else 1.0}
 
 
 def wipe_secondary(node_dir: Path) -> None:
