@@ -133,6 +133,28 @@ def _topology(run: Run) -> list[dict[str, str]]:
     return []
 
 
+def _chosen_in_run(run: Run) -> list[tuple[str, Any]]:
+    """Settings the run chose or applied itself (calibrated port range, WAN links applied and
+    read back, resumptions), from meta.json."""
+    meta = run.meta
+    items: list[tuple[str, Any]] = []
+    for key, choice in sorted((meta.get("port_range_choice") or {}).items()):
+        items.append((f"port range ({key})", choice))
+    for cell_id, cell in (meta.get("cells") or {}).items():
+        if isinstance(cell, dict) and cell.get("wan"):
+            wan = {node: {k: v for k, v in applied.items() if k in (
+                "backend", "delay_ms", "jitter_ms", "loss_pct", "readback")}
+                for node, applied in cell["wan"].items()}
+            items.append((f"WAN links ({cell_id})", wan))
+            if cell.get("wan_counters"):
+                items.append((f"WAN delayer counters ({cell_id})", cell["wan_counters"]))
+    if meta.get("plan"):
+        items.append(("plan", meta["plan"]))
+    for resumed in meta.get("resumed") or []:
+        items.append(("resumed", resumed))
+    return items
+
+
 def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
             report_dir: Path) -> dict[str, Any]:
     verdicts = summary.get("verdicts", [])
@@ -163,6 +185,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "sysctls": _sysctl_table(run),
         "placement": _placement(run),
         "params": run.params,
+        "chosen": _chosen_in_run(run),
         "cells": [{"id": c.id, "params": c.params, "figures": c.figures,
                    "files": c.data_files()} for c in run.cells],
         "run_files": run.data_files(),

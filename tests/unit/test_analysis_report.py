@@ -111,3 +111,24 @@ def test_fallback_plots_order_cells_as_the_run_did_not_alphabetically() -> None:
                      ("knot", "after", "untuned"), ("knot", "after", "tuned"),
                      ("nsd", "before", "untuned"), ("nsd", "before", "tuned"),
                      ("nsd", "after", "untuned"), ("nsd", "after", "tuned")]
+
+
+def test_the_report_lists_what_the_run_chose_and_applied(tmp_path):
+    from analysis.report import _chosen_in_run
+    from analysis.rundata import Run
+
+    meta = {"port_range_choice": {"bind,tcp": {"rule": "auto", "port_range": "20000 35199"}},
+            "cells": {"cache=cold": {"wan": {"sld": {"backend": "nfqueue", "delay_ms": 40.0,
+                                                     "readback": "-A OUTPUT -o eth1 ...",
+                                                     "delayer_pid": 7}},
+                                     "wan_counters": {"sld": {"dropped": 3}}},
+                      "cache=warm": {}},
+            "plan": {"cells": 2, "estimated_s": 60},
+            "resumed": [{"at": "2026-11-23T15:00:00Z"}]}
+    chosen = dict(_chosen_in_run(Run(tmp_path, meta)))
+    assert chosen["port range (bind,tcp)"]["port_range"] == "20000 35199"
+    assert chosen["WAN links (cache=cold)"] == {"sld": {"backend": "nfqueue", "delay_ms": 40.0,
+                                                        "readback": "-A OUTPUT -o eth1 ..."}}
+    assert chosen["WAN delayer counters (cache=cold)"] == {"sld": {"dropped": 3}}
+    assert "WAN links (cache=warm)" not in chosen
+    assert chosen["plan"]["cells"] == 2 and chosen["resumed"]["at"]
