@@ -1,3 +1,0 @@
-module github.com/dnslab/wanem
-
-go 1.26.8
