@@ -11,6 +11,13 @@ Raw data read (docs/architecture.md, "Zone-transfer cells"), turned into figures
 - xfr-zone-sweep: cells with param `zones` (and optionally `profile`), figure
   `total_time_s` and `port_range_size`.
 
+An xfr-30k-zones run may hold several series: one per transport (TCP, TLS) and repetition
+(cell params `transport`, `rep`), besides its calibration cells (`phase: calibrate`, never
+judged). Each 30k claim is judged in every series (the default cell and the other profile's
+cell of the same transport and repetition): reproduced when every series whose precondition
+holds shows the effect, not reproduced when one does not (the measured text names it), not
+applicable when no series meets the precondition.
+
 The mechanism needs a precondition the seed's machine met and a slow one may not: TIME_WAIT
 settles near (new connections/s) x 60 s, so the port range is exhausted only when that
 product, capped by the zone count, reaches the range size. A run that cannot exhaust its
@@ -20,6 +27,9 @@ range says "not applicable" with the measured rate, never "not reproduced".
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 import numpy as np
 
@@ -34,13 +44,74 @@ from analysis.claim import (
     require,
 )
 from analysis.derived import ColdStart, cold_start, time_ports_used, tw_at
-from analysis.rundata import Cell, Run
+from analysis.rundata import Cell, NotApplicable, Run
+from dnslab.errors import LabError
 
 XFR_30K = ("xfr-30k-zones",)
 SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range
 TW_KEY = "net.ipv4.tcp_max_tw_buckets"
 SHRINK_HINT = "a smaller port range on the secondary (ip_local_port_range) or more zones"
 SOURCE_30K = "seed 002, the 30k-zone cold start: log line at ~38 s and the port arithmetic"
+
+
+@dataclass
+class Series:
+    """The cold-start cells of one transport and repetition (the whole run when it has
+    neither)."""
+
+    label: str
+    cells: list[Cell]
+
+    def cell(self, profile: str) -> Cell:
+        found = [c for c in self.cells if fnmatchcase(str(c.params.get("profile")), profile)]
+        if not found:
+            raise NotApplicable(f"no cell with profile={profile}"
+                                + (f" in {self.label}" if self.label else ""))
+        if len(found) > 1:
+            raise LabError(f"{len(found)} cells with profile={profile}"
+                           + (f" in {self.label}" if self.label else ""),
+                           hint="one cell per profile, transport and repetition")
+        return found[0]
+
+
+def series(run: Run) -> list[Series]:
+    """The run's cold-start cells grouped by transport and repetition (calibration cells
+    left out)."""
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in run.cells:
+        if cell.params.get("phase") == "calibrate":
+            continue
+        key = (str(cell.params.get("transport", "")), str(cell.params.get("rep", "")))
+        groups.setdefault(key, []).append(cell)
+    several_reps = len({rep for _, rep in groups}) > 1
+    out = []
+    for (transport, rep), cells in sorted(groups.items()):
+        parts = ([transport] if transport else []) + ([f"rep {rep}"] if several_reps else [])
+        out.append(Series(" ".join(parts), cells))
+    return out
+
+
+def judge(run: Run, verdict: Verdict, check: Callable[[Series], str]) -> None:
+    """Run `check` on every series (it returns what it measured, raises AssertionError for
+    an absent effect or NotApplicable for an unmet precondition) and combine: see the module
+    docstring."""
+    measured, failed, unmet = [], [], []
+    for one in series(run):
+        prefix = f"{one.label}: " if one.label else ""
+        try:
+            measured.append(prefix + check(one))
+        except NotApplicable as exc:
+            unmet.append(prefix + str(exc))
+        except AssertionError as exc:
+            measured.append(prefix + (verdict.measured or str(exc)))
+            failed.append(prefix + str(exc))
+        verdict.measured = None
+    if not measured:
+        raise NotApplicable("; ".join(unmet) or "no cold-start cells in this run")
+    verdict.measured = "; ".join(measured)
+    if unmet:
+        verdict.note("not judged: " + "; ".join(unmet))
+    assert not failed, "; ".join(failed)
 
 
 def _exhaustible(cs: ColdStart) -> None:
@@ -66,14 +137,14 @@ def _finite(value: object) -> bool:
         return False
 
 
-def _default(run: Run) -> tuple[Cell, ColdStart]:
-    cell = run.cell(profile="default")
+def _default(run: Run, one: Series) -> tuple[Cell, ColdStart]:
+    cell = one.cell("default")
     return cell, cold_start(run, cell)
 
 
-def _default_failed(run: Run) -> ColdStart:
+def _default_failed(run: Run, one: Series) -> ColdStart:
     """Precondition of the 'fixes': the default profile must have shown the failures."""
-    _, cs = _default(run)
+    _, cs = _default(run, one)
     require(cs.connect_failures > 0,
             f"the default profile had no connect failures ({cs.predicted_tw_peak:,.0f} "
             f"TIME_WAIT predicted for {cs.ports:,} ports): nothing to fix", SHRINK_HINT)
@@ -94,11 +165,15 @@ def _default_failed(run: Run) -> ColdStart:
     limits={"low": 0.90, "high": 1.05},
 )
 def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float) -> None:
-    _, cs = _default(run)
-    _exhaustible(cs)
-    ratio = cs.tw_peak / cs.ports
-    verdict.measured = f"peak TIME_WAIT {cs.tw_peak:,.0f} = {ratio:.0%} of {cs.ports:,} ports"
-    assert low <= ratio <= high, f"TIME_WAIT peak is {ratio:.0%} of the port range"
+    def check(one: Series) -> str:
+        _, cs = _default(run, one)
+        _exhaustible(cs)
+        ratio = cs.tw_peak / cs.ports
+        verdict.measured = f"peak TIME_WAIT {cs.tw_peak:,.0f} = {ratio:.0%} of {cs.ports:,} ports"
+        assert low <= ratio <= high, f"TIME_WAIT peak is {ratio:.0%} of the port range"
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 @claim(
@@ -116,16 +191,20 @@ def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float)
 )
 def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
                                   at_ceiling: float) -> None:
-    cell, cs = _default(run)
-    _exhaustible(cs)
-    if cs.connect_failures < min_failures or cs.first_connect_failure_s is None:
-        verdict.measured = f"{cs.connect_failures} connect failures"
-        raise AssertionError("no connect failures with the default port range")
-    tw = tw_at(run, cell, cs.first_connect_failure_s)
-    verdict.measured = (f"{cs.connect_failures:,} connect failures, first at "
-                        f"{cs.first_connect_failure_s:.1f} s with TIME_WAIT {tw:,.0f} = "
-                        f"{tw / cs.ports:.0%} of {cs.ports:,} ports")
-    assert tw >= at_ceiling * cs.ports, "failures started before TIME_WAIT reached the ceiling"
+    def check(one: Series) -> str:
+        cell, cs = _default(run, one)
+        _exhaustible(cs)
+        if cs.connect_failures < min_failures or cs.first_connect_failure_s is None:
+            verdict.measured = f"{cs.connect_failures} connect failures"
+            raise AssertionError("no connect failures with the default port range")
+        tw = tw_at(run, cell, cs.first_connect_failure_s)
+        verdict.measured = (f"{cs.connect_failures:,} connect failures, first at "
+                            f"{cs.first_connect_failure_s:.1f} s with TIME_WAIT {tw:,.0f} = "
+                            f"{tw / cs.ports:.0%} of {cs.ports:,} ports")
+        assert tw >= at_ceiling * cs.ports, "failures started before TIME_WAIT reached the ceiling"
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 @claim(
@@ -144,18 +223,22 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
 )
 def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: float,
                               slack_s: float) -> None:
-    cell, cs = _default(run)
-    _exhaustible(cs)
-    first = cs.first_connect_failure_s
-    predicted = time_ports_used(run, cell, cs.ports)
-    verdict.measured = (f"first failure {fmt_s(first)}, {cs.ports:,} connections opened at "
-                        f"{fmt_s(predicted)}")
-    verdict.note(f"{cs.open_rate_per_s:,.0f} new connections/s here; the seed's "
-                 f"{SEED_RANGE:,} ports in 38 s is ~{SEED_RANGE / 38:,.0f}/s")
-    assert first is not None, "no connect failure"
-    assert predicted is not None, "the secondary never opened as many connections as ports"
-    lo, hi = low * predicted - slack_s, high * predicted + slack_s
-    assert lo <= first <= hi, f"first failure at {first:.1f} s, expected {lo:.1f}-{hi:.1f} s"
+    def check(one: Series) -> str:
+        cell, cs = _default(run, one)
+        _exhaustible(cs)
+        first = cs.first_connect_failure_s
+        predicted = time_ports_used(run, cell, cs.ports)
+        verdict.measured = (f"first failure {fmt_s(first)}, {cs.ports:,} connections opened at "
+                            f"{fmt_s(predicted)}")
+        verdict.note(f"{cs.open_rate_per_s:,.0f} new connections/s here; the seed's "
+                     f"{SEED_RANGE:,} ports in 38 s is ~{SEED_RANGE / 38:,.0f}/s")
+        assert first is not None, "no connect failure"
+        assert predicted is not None, "the secondary never opened as many connections as ports"
+        lo, hi = low * predicted - slack_s, high * predicted + slack_s
+        assert lo <= first <= hi, f"first failure at {first:.1f} s, expected {lo:.1f}-{hi:.1f} s"
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 @claim(
@@ -171,12 +254,16 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
     limits={"max_failures": 0},
 )
 def test_wide_ports_no_failures(run: Run, verdict: Verdict, max_failures: int) -> None:
-    default = _default_failed(run)
-    cs = cold_start(run, run.cell(profile="wide-ports"))
-    _did_the_work(cs, default, "wide-ports")
-    verdict.measured = f"{cs.connect_failures} connect failures, port range {cs.ports:,}"
-    assert cs.connect_failures <= max_failures, (
-        f"{cs.connect_failures} connect failures with the wide port range")
+    def check(one: Series) -> str:
+        default = _default_failed(run, one)
+        cs = cold_start(run, one.cell("wide-ports"))
+        _did_the_work(cs, default, "wide-ports")
+        verdict.measured = f"{cs.connect_failures} connect failures, port range {cs.ports:,}"
+        assert cs.connect_failures <= max_failures, (
+            f"{cs.connect_failures} connect failures with the wide port range")
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 @claim(
@@ -192,13 +279,19 @@ def test_wide_ports_no_failures(run: Run, verdict: Verdict, max_failures: int) -
     limits={"max_ratio": 1.0},
 )
 def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None:
-    default = _default_failed(run)
-    wide = cold_start(run, run.cell(profile="wide-ports"))
-    verdict.measured = (f"wide-ports {fmt_s(wide.total_time_s)}, "
-                        f"default {fmt_s(default.total_time_s)}")
-    assert wide.total_time_s is not None, "wide-ports did not serve all zones before the deadline"
-    if default.total_time_s is not None:
-        assert wide.total_time_s < default.total_time_s * max_ratio, "wide-ports was not faster"
+    def check(one: Series) -> str:
+        default = _default_failed(run, one)
+        wide = cold_start(run, one.cell("wide-ports"))
+        verdict.measured = (f"wide-ports {fmt_s(wide.total_time_s)}, "
+                            f"default {fmt_s(default.total_time_s)}")
+        assert wide.total_time_s is not None, (
+            "wide-ports did not serve all zones before the deadline")
+        if default.total_time_s is not None:
+            assert wide.total_time_s < default.total_time_s * max_ratio, (
+                "wide-ports was not faster")
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the kernel drops "
@@ -223,18 +316,22 @@ DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the 
     note=DANGER,
 )
 def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -> None:
-    default = _default_failed(run)
-    cell = run.cell(profile="tw-buckets*")
-    cs = cold_start(run, cell)
-    _did_the_work(cs, default, "tw-buckets")
-    limit = _cap_that_took(run, cell)
-    require(limit < cs.ports and cs.ports == default.ports,
-            f"tcp_max_tw_buckets={limit:,} with {cs.ports:,} ports (default: "
-            f"{default.ports:,}): not the cap alone that differs",
-            "the default's port range and a cap below it")
-    verdict.measured = f"{cs.connect_failures} connect failures"
-    assert cs.connect_failures <= max_failures, (
-        f"{cs.connect_failures} connect failures despite the TIME_WAIT cap")
+    def check(one: Series) -> str:
+        default = _default_failed(run, one)
+        cell = one.cell("tw-buckets*")
+        cs = cold_start(run, cell)
+        _did_the_work(cs, default, "tw-buckets")
+        limit = _cap_that_took(run, cell)
+        require(limit < cs.ports and cs.ports == default.ports,
+                f"tcp_max_tw_buckets={limit:,} with {cs.ports:,} ports (default: "
+                f"{default.ports:,}): not the cap alone that differs",
+                "the default's port range and a cap below it")
+        verdict.measured = f"{cs.connect_failures} connect failures"
+        assert cs.connect_failures <= max_failures, (
+            f"{cs.connect_failures} connect failures despite the TIME_WAIT cap")
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 @claim(
@@ -249,18 +346,22 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
     note=DANGER,
 )
 def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
-    cell = run.cell(profile="tw-buckets*")
-    node = run.node_with_role("secondary", cell)
-    value = cell.sysctl(node, TW_KEY)
-    require(value is not None, "tcp_max_tw_buckets not read back on the secondary",
-            "a run whose meta.json records the sysctls read back")
-    asked = run.sysctls_requested_for(cell.id).get(node, {}).get(TW_KEY)
-    limit = int(str(value))
-    peak = cold_start(run, cell).tw_peak
-    verdict.measured = (f"peak TIME_WAIT {peak:,.0f} with tcp_max_tw_buckets={limit:,}"
-                        + (f" (requested {asked})" if asked not in (None, str(value)) else ""))
-    assert asked is None or str(asked) == str(value), "the requested cap did not take"
-    assert peak <= limit * slack, "TIME_WAIT went above the bucket limit"
+    def check(one: Series) -> str:
+        cell = one.cell("tw-buckets*")
+        node = run.node_with_role("secondary", cell)
+        value = cell.sysctl(node, TW_KEY)
+        require(value is not None, "tcp_max_tw_buckets not read back on the secondary",
+                "a run whose meta.json records the sysctls read back")
+        asked = run.sysctls_requested_for(cell.id).get(node, {}).get(TW_KEY)
+        limit = int(str(value))
+        peak = cold_start(run, cell).tw_peak
+        verdict.measured = (f"peak TIME_WAIT {peak:,.0f} with tcp_max_tw_buckets={limit:,}"
+                            + (f" (requested {asked})" if asked not in (None, str(value)) else ""))
+        assert asked is None or str(asked) == str(value), "the requested cap did not take"
+        assert peak <= limit * slack, "TIME_WAIT went above the bucket limit"
+        return verdict.measured or ""
+
+    judge(run, verdict, check)
 
 
 def _cap_that_took(run: Run, cell: Cell) -> int:
@@ -363,7 +464,7 @@ def test_smallest_delay(run: Run, verdict: Verdict, max_abs_s: float) -> None:
 def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_points: int) -> None:
     cells = run.cells_where(profile="default") or [
         c for c in run.cells if "profile" not in c.params]
-    cells = [c for c in cells if "zones" in c.params]
+    cells = [c for c in cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
     counts = sorted({int(c.params["zones"]) for c in cells})
     require(len(counts) >= min_points, f"{len(counts)} zone count(s) with profile default",
             f"ZONES with >= {min_points} values")

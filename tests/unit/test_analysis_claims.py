@@ -349,3 +349,48 @@ def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:
     v = verdicts_of(f1()(tmp_path))
     assert v["F1.capacity-drop"]["measured"] == "bind916: 8,000 -> 4,000 qps (ratio 0.50)"
     assert v["F1.tcp-share"]["kind"] == CALIBRATION
+
+
+# --- F3 runs with transports, repetitions and calibration cells (xfr-30k-zones today) -------
+
+def series_run(broken: tuple[str, int] | None = None, wide: bool = False
+               ) -> Callable[[Path], Path]:
+    """Calibration + (tcp, tls) x 2 repetitions of the three profiles; `broken` = the series
+    whose kernel frees ports after 5 s (effect absent there), `wide` = no series can exhaust."""
+    cells = []
+    for transport in ("tcp", "tls"):
+        cells.append(runs.xfr_cell("default", 2000, seed=9, extra={
+            "phase": "calibrate", "transport": transport}))
+        for rep in (0, 1):
+            extra = {"transport": transport, "rep": rep}
+            kw = {"tw_lifetime": 5.0} if broken == (transport, rep) else {}
+            if wide:
+                kw = {"ports": 1000}
+            cells += [std("default", extra=extra, **kw),
+                      std("wide-ports", extra=extra, **({"ports": 2000} if wide else {})),
+                      std("tw-buckets-50", extra=extra, **({"ports": 1000} if wide else {}))]
+    return xfr(*cells)
+
+
+@pytest.mark.parametrize("claim_id", ["F3.default.tw-ceiling", "F3.default.connect-failures",
+                                      "F3.default.failure-time", "F3.wide-ports.no-failures",
+                                      "F3.wide-ports.faster", "F3.tw-buckets.no-failures"])
+@pytest.mark.parametrize("case, build", [
+    (PRESENT, series_run()),
+    (ABSENT, series_run(broken=("tls", 1))),
+    (UNMET, series_run(wide=True)),
+])
+def test_f3_claims_judge_every_transport_and_repetition(tmp_path: Path, claim_id: str,
+                                                        case: str, build) -> None:
+    v = verdicts_of(build(tmp_path))[claim_id]
+    if case == ABSENT and claim_id.startswith(("F3.wide", "F3.tw-buckets")):
+        # the broken series has no default failures: it is not judged, the others pass
+        assert v["status"] == "reproduced", (v["measured"], v["detail"])
+        return
+    assert v["status"] == EXPECTED[case], (v["measured"], v["detail"])
+    if case != UNMET:
+        # every series is named, calibration cells are not judged
+        assert all(f"{t} rep {r}" in v["measured"] for t in ("tcp", "tls") for r in (0, 1))
+        assert "calibrate" not in v["measured"]
+    if case == ABSENT:
+        assert "tls rep 1" in v["detail"]
