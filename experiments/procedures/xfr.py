@@ -586,6 +586,15 @@ def transfer_log_time(row: dict[str, Any]) -> float | None:
     return float(row["log_secs"]) if row.get("log_secs") is not None else None
 
 
+def transfer_log_error(row: dict[str, Any]) -> float:
+    """The timing error of `transfer_log_time`: the log clock's resolution, or the 10 ms of
+    the daemon's own duration (BIND prints ms, Knot and NSD hundredths)."""
+    resolution = row.get("log_resolution_s") or 1.0
+    if row.get("log_span_s") is not None and resolution <= FINE_LOG_S:
+        return float(resolution)
+    return FINE_LOG_S
+
+
 def _summarise(rows: list[dict[str, Any]], records: int, timing: str) -> dict[str, Any]:
     """The cell's figures: one time per repetition (`delays_s`) measured as `timing` says
     (`transfer-log`: the secondary's own account of the AXFR; `start-to-soa`: daemon start to
@@ -601,7 +610,7 @@ def _summarise(rows: list[dict[str, Any]], records: int, timing: str) -> dict[st
             "xfr_log_secs": [r["log_secs"] for r in rows],
             "error_s": max((r["error_s"] for r in rows), default=None)
             if timing == "start-to-soa" else max(
-                (r.get("log_resolution_s") or 1.0 for r in rows), default=None),
+                (transfer_log_error(r) for r in rows), default=None),
             "messages": last.get("messages"), "bytes": last.get("bytes"), "records": records}
 
 

@@ -77,3 +77,11 @@ def test_transfer_span_of_an_unfinished_transfer_is_none():
     found = xfr.transfer_span("bind", "tld", BIND_LOG.splitlines()[0])
     assert found["log_start"] and found["log_end"] is None and found["log_span_s"] is None
     assert xfr.transfer_span("bind", "other", BIND_LOG)["log_start"] is None
+
+
+def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
+    bind = {"log_span_s": 26.65, "log_resolution_s": 0.001, "log_secs": 26.649}
+    knot = {"log_span_s": 27.0, "log_resolution_s": 1.0, "log_secs": 27.5}
+    assert xfr.transfer_log_time(bind) == 26.65 and xfr.transfer_log_error(bind) == 0.001
+    assert xfr.transfer_log_time(knot) == 27.5 and xfr.transfer_log_error(knot) == 0.01
+    assert xfr.transfer_log_time({"log_span_s": None, "log_secs": None}) is None
