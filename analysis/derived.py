@@ -173,33 +173,28 @@ def cold_start(run: Run, cell: Cell) -> ColdStart:
     )
 
 
+def _windows(mon: pd.DataFrame, column: str, window_s: float):
+    """(seconds, increase) of a cumulative counter over every window of at most `window_s`
+    that starts at a sample and ends at the last sample inside it."""
+    mon = mon.sort_values("t")
+    t = mon["t"].to_numpy(float)
+    v = mon[column].to_numpy(float)
+    for i in range(t.size):
+        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
+        if j > i:
+            yield t[j] - t[i], v[j] - v[i]
+
+
 def peak_growth(mon: pd.DataFrame, column: str, window_s: float) -> float:
     """The largest increase of a cumulative counter within any `window_s` (the whole series
     when it is shorter)."""
-    t = mon["t"].to_numpy(float)
-    v = mon[column].to_numpy(float)
-    if t.size < 2:
-        return 0.0
-    best = 0.0
-    for i in range(t.size):
-        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
-        best = max(best, v[j] - v[i])
-    return best
+    return max((grew for _, grew in _windows(mon, column, window_s)), default=0.0)
 
 
 def peak_rate(mon: pd.DataFrame, column: str, window_s: float) -> float:
     """The highest increase of a cumulative counter per second over any `window_s` window."""
-    mon = mon.sort_values("t")
-    t = mon["t"].to_numpy(float)
-    v = mon[column].to_numpy(float)
-    if t.size < 2:
-        return 0.0
-    best = 0.0
-    for i in range(t.size):
-        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
-        if j > i and t[j] > t[i]:
-            best = max(best, (v[j] - v[i]) / (t[j] - t[i]))
-    return best
+    return max((grew / span for span, grew in _windows(mon, column, window_s) if span > 0),
+               default=0.0)
 
 
 def time_ports_used(run: Run, cell: Cell, ports: int) -> float | None:
