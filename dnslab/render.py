@@ -212,6 +212,9 @@ def node_sysctls(rendered: RenderedLab, node: Node) -> dict[str, str]:
     return {**node.sysctls, **rendered.data.sysctls.get(node.name, {})}
 
 
+LINK_MTU = 1500
+
+
 def node_visible_roots() -> list[Path]:
     """The one rule for files a node reads: they live under the build folder (configs,
     zones, query files, tools) or the results folder (per-run inputs). Both are mounted
@@ -282,6 +285,10 @@ def write_clab_file(rendered: RenderedLab) -> Path:
         if cpu_set:
             spec["cpu-set"] = cpu_set
         topo["topology"]["nodes"][node.name] = spec
+    for link in topo["topology"].get("links") or []:
+        # the kernel's default, as on the netns runtime's veths: containerlab's 9500 is more
+        # than XDP on a veth accepts ("Peer MTU is too large to set XDP", kxdpgun)
+        link.setdefault("mtu", LINK_MTU)
     rendered.clab_file.parent.mkdir(parents=True, exist_ok=True)
     rendered.clab_file.write_text(
         "# Rendered by dnslab from " + str(rendered.topology.path) + "; do not edit.\n"
