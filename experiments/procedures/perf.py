@@ -150,6 +150,7 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
     (dnsperf -v) are binned into it instead of being written out.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
+    stderr_file = out.with_name(out.name + ".stderr")
     # On clab the local child is `docker exec`: the tool's CPU is the node's cgroup delta
     # (nothing else runs in a client node) and the time limit is enforced inside the node.
     node_cpu_before = lab.runtime.node_cpu_seconds(lab.state, node)
@@ -160,8 +161,11 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
             proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         else:
+            # stderr apart: through `docker exec` the two streams arrive as separate frames
+            # on one pipe, and a stderr frame could split an answer line (seen on clab)
+            errors = open(stderr_file, "w")  # noqa: SIM115 - closed below, after the tool
             proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdout=subprocess.PIPE, stderr=errors,
                              stdin=subprocess.DEVNULL, text=True, bufsize=1 << 16)
             reader = threading.Thread(target=_split_verbose,
                                       args=(proc.stdout, handle, histogram), daemon=True)
@@ -175,6 +179,9 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
         proc.returncode = os.waitstatus_to_exitcode(status)
         if reader is not None:
             reader.join(timeout=30)
+            errors.close()
+            handle.write(stderr_file.read_text(errors="replace"))
+            stderr_file.unlink()
     wall = time.monotonic() - start
     cpu = usage.ru_utime + usage.ru_stime
     node_cpu_after = lab.runtime.node_cpu_seconds(lab.state, node)

@@ -140,7 +140,8 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
         assert all(int(t["outstanding"]) >= 1.5 * capacity * 2.0 for t in over)
         for trial in trials:  # every answer's latency, binned
             histogram = rows(run.path / "cells" / f"profile={profile}" / trial["latency_file"])
-            assert sum(int(r["count"]) for r in histogram) == int(trial["completed"])
+            binned, completed = sum(int(r["count"]) for r in histogram), int(trial["completed"])
+            assert binned == completed, (binned, completed)
             assert trial["listen_overflows"] != ""
     meta = json.loads((run.path / "meta.json").read_text())
     readback = {c: meta["cells"][f"profile={c}"]["sysctls"]["auth-knot"]
