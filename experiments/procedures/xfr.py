@@ -48,7 +48,9 @@ TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
 SEED_PORT_RANGE = "32768 60999"   # the seed's (and Linux's) default ip_local_port_range
 TIME_WAIT_S = 60                   # Linux's TCP_TIMEWAIT_LEN, not a sysctl
 AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the kernel's)
-MIN_AUTO_PORTS = 50
+# well above the transfers a secondary runs at once (BIND's transfers-in here: 100), so a
+# slow machine's narrow range runs out because of TIME_WAIT, not because of open transfers
+MIN_AUTO_PORTS = 250
 MIN_RATE_SAMPLES = 5               # 1 Hz monitor samples for a rate from connection counts
 
 # What each secondary writes to its log for a finished transfer and a failed connect.
@@ -147,9 +149,29 @@ def effective_sysctls(run: Run, profile_name: str, port_range: str | None = None
     sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
     if port_range and PORT_RANGE_KEY not in sysctls:
         sysctls[PORT_RANGE_KEY] = port_range
-    if params.get("tw_buckets") and TW_BUCKETS_KEY in sysctls:
-        sysctls[TW_BUCKETS_KEY] = str(params["tw_buckets"])
+    if TW_BUCKETS_KEY in sysctls:
+        sysctls[TW_BUCKETS_KEY] = str(tw_cap(params.get("tw_buckets"),
+                                             int(sysctls[TW_BUCKETS_KEY]),
+                                             port_range_size(sysctls.get(PORT_RANGE_KEY))))
     return sysctls
+
+
+def tw_cap(setting: Any, profile_cap: int, ports: int | None) -> int:
+    """The TIME_WAIT cap for a profile that sets one: `auto` keeps the profile's share of the
+    seed's port range (1000 of 28,232) in a narrower range, so the cap stays far below the
+    ports on any machine; a number is taken as it is; 0 or empty keeps the profile's value."""
+    if str(setting).strip() == "auto":
+        seed_ports = port_range_size(SEED_PORT_RANGE) or 1
+        if ports is None or ports >= seed_ports:
+            return profile_cap
+        return max(1, round(profile_cap * ports / seed_ports))
+    if setting in (None, "", 0, "0"):
+        return profile_cap
+    try:
+        return int(setting)
+    except (TypeError, ValueError):
+        raise LabError(f"TW_BUCKETS={setting!r} is not a number",
+                       hint="TW_BUCKETS=auto, 0 (the profile's value) or a count") from None
 
 
 def port_range_size(value: str | None) -> int | None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from dnslab.errors import LabError
 from experiments.procedures import xfr
 
 
 def test_auto_range_gives_the_ports_used_in_failure_at_s_at_the_measured_rate():
     assert xfr.auto_port_range(400.0, 38.0) == "20000 35199"  # 15,200 ports
     assert xfr.port_range_size(xfr.auto_port_range(400.0, 38.0)) == 15_200
-    assert xfr.auto_port_range(400.0, 0.5) == "20000 20199"
+    assert xfr.auto_port_range(1000.0, 0.5) == "20000 20499"
+    assert xfr.auto_port_range(400.0, 0.5) == "20000 20249"  # 200 ports: raised to the minimum
 
 
 def test_a_machine_as_fast_as_the_seeds_keeps_the_seeds_range():
@@ -22,6 +24,21 @@ def test_a_machine_as_fast_as_the_seeds_keeps_the_seeds_range():
 
 def test_a_very_slow_machine_still_gets_a_usable_range():
     assert xfr.port_range_size(xfr.auto_port_range(0.1, 1.0)) == xfr.MIN_AUTO_PORTS
+
+
+def test_the_time_wait_cap_keeps_the_profiles_share_of_the_seeds_range():
+    assert xfr.tw_cap("auto", 1000, 28_232) == 1000
+    assert xfr.tw_cap("auto", 1000, 14_116) == 500
+    assert xfr.tw_cap("auto", 1000, 250) == 9
+    assert xfr.tw_cap("auto", 1000, 10) == 1
+    assert xfr.tw_cap("auto", 1000, None) == 1000  # the kernel's own range
+    assert xfr.tw_cap(0, 1000, 250) == 1000
+    assert xfr.tw_cap("50", 1000, 250) == 50
+
+
+def test_a_time_wait_cap_that_is_no_number_is_refused():
+    with pytest.raises(LabError, match="TW_BUCKETS"):
+        xfr.tw_cap("many", 1000, 250)
 
 
 def _write(path, text):
