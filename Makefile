@@ -67,7 +67,7 @@ test-docker: $(VENV)/.installed
 # and the image smoke tests in real Docker.
 test: test-setup containerlab dnsload
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
-	@$(VENV)/bin/pytest tests
+	@$(VENV)/bin/pytest --durations=30 tests
 
 containerlab:
 	@scripts/build-containerlab.sh
