@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from dnslab.cpus import CoreSampler, parse
-from dnslab.netns import in_netns
+from dnslab.nsenter import in_netns
 
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",

@@ -19,7 +19,7 @@ import dns.rcode
 import dns.rdatatype
 
 from dnslab.errors import LabError
-from dnslab.netns import in_netns
+from dnslab.nsenter import in_netns
 
 LAB_SPACE = [ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("127.0.0.0/8")]
 

@@ -21,7 +21,7 @@ import yaml
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.netns import in_netns
+from dnslab.nsenter import in_netns
 
 
 def key_path(key: str) -> str:
@@ -79,7 +79,7 @@ def _writable(path: str) -> bool:
 def split_per_node(keys: list[str]) -> tuple[list[str], list[str]]:
     """Like `split_host_wide`, before any lab exists: probes a throw-away namespace that
     only the probing thread joins (unshare(2)), so nothing is left behind."""
-    from dnslab.netns import CLONE_NEWNET, _libc
+    from dnslab.nsenter import CLONE_NEWNET, _libc
 
     result: dict[str, object] = {}
 

@@ -25,7 +25,7 @@ import yaml
 
 from dnslab import paths, sysctl
 from dnslab.errors import LabError
-from dnslab.netns import ip
+from dnslab.nsenter import ip
 from dnslab.render import RenderedLab, log_file, node_visible_roots
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.topology import Topology

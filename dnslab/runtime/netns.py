@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dnslab import cpus, sysctl
 from dnslab.errors import LabError
-from dnslab.netns import ip, list_namespaces, namespace_pids, netns_path
+from dnslab.nsenter import ip, list_namespaces, namespace_pids, netns_path
 from dnslab.render import RenderedLab, node_sysctls
 from dnslab.runtime import rootfs
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file

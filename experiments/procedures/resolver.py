@@ -58,7 +58,7 @@ import zones
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
-from dnslab.netns import read_proc_in_netns
+from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
 from dnslab.topology import LAN
 from experiments.procedures import perf

@@ -45,7 +45,7 @@ from typing import Any
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
-from dnslab.netns import read_proc_in_netns
+from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
 from experiments.procedures import perf
 

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from dnslab import lab as lab_engine
-from dnslab import netns, topology
+from dnslab import nsenter, topology
 from dnslab.errors import LabError
 from dnslab.render import reference_data
 from dnslab.runtime.clab import MGMT_NETWORK
@@ -32,7 +32,7 @@ def nothing_left(lab: str) -> None:
     """No namespace, container, veth, bridge, state or process of the lab, and no
     containerlab management network once no containerlab container is left."""
     assert lab_engine.leftovers(lab) == []
-    assert not [ns for ns in netns.list_namespaces() if ns.startswith(f"dnslab-{lab}-")]
+    assert not [ns for ns in nsenter.list_namespaces() if ns.startswith(f"dnslab-{lab}-")]
     assert not (REPO / "build" / "labs" / lab / "state.json").exists()
     node_dirs = str(REPO / "build" / "labs" / lab / "nodes")
     running = [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
@@ -144,7 +144,7 @@ def test_failed_daemon_names_the_node_and_leaves_nothing(tmp_path):
 def _wait_for_namespaces(lab: str, count: int, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len([n for n in netns.list_namespaces() if n.startswith(f"dnslab-{lab}-")]) >= count:
+        if len([n for n in nsenter.list_namespaces() if n.startswith(f"dnslab-{lab}-")]) >= count:
             return
         time.sleep(0.01)
     raise AssertionError("lab up did not get as far as creating namespaces")

@@ -16,8 +16,8 @@ import pytest
 
 import zones
 from dnslab.errors import LabError
-from experiments import cache_model, load
-from experiments.procedures import fallback
+from experiments import cache_model, responses, stair_recorder, stairs
+from experiments.procedures import fallback, fallback_cache
 from zones import queries
 
 NAME = "tac-lb10.tac-hb10.tac.epc.example."
@@ -70,8 +70,8 @@ def responder() -> Iterator[int]:
             except TimeoutError:
                 continue
             with conn:
-                (length,) = struct.unpack("!H", fallback._read_exact(conn, 2))
-                query = dns.message.from_wire(fallback._read_exact(conn, length))
+                (length,) = struct.unpack("!H", responses._read_exact(conn, 2))
+                query = dns.message.from_wire(responses._read_exact(conn, length))
                 wire = _naptr_answer(query).to_wire(max_size=65535)
                 conn.sendall(struct.pack("!H", len(wire)) + wire)
 
@@ -88,8 +88,8 @@ def responder() -> Iterator[int]:
 
 
 def test_ask_measures_truncated_udp_and_full_tcp_answers(responder: int) -> None:
-    udp = fallback.ask("127.0.0.1", NAME, "NAPTR", tcp=False, payload=4096, port=responder)
-    full = fallback.ask("127.0.0.1", NAME, "NAPTR", tcp=True, payload=4096, port=responder)
+    udp = responses.ask("127.0.0.1", NAME, "NAPTR", tcp=False, payload=4096, port=responder)
+    full = responses.ask("127.0.0.1", NAME, "NAPTR", tcp=True, payload=4096, port=responder)
     assert udp.truncated and udp.answer == 0 and udp.additional == 1  # OPT only
     assert not full.truncated and full.answer == RECORDS and full.rcode == "NOERROR"
     assert full.size > 4096 > udp.size
@@ -100,14 +100,14 @@ def test_ask_measures_truncated_udp_and_full_tcp_answers(responder: int) -> None
 
 def test_ask_refuses_addresses_outside_the_lab() -> None:
     with pytest.raises(Exception, match="not a lab address"):
-        fallback.ask("192.0.2.1", NAME)
+        responses.ask("192.0.2.1", NAME)
 
 
 def _measure(rate: float, *, tcp_ratio: float, max_ms: float, p99_ms: float,
-             timeouts: int = 0) -> load.StepMeasure:
+             timeouts: int = 0) -> stairs.StepMeasure:
     sent = int(rate * 10)
     tcp = int(sent * tcp_ratio)
-    return load.StepMeasure(seconds=10.0, offered_qps=rate, answered_qps=rate, sent=sent,
+    return stairs.StepMeasure(seconds=10.0, offered_qps=rate, answered_qps=rate, sent=sent,
                             answered=sent - timeouts, tcp=tcp, truncated=tcp,
                             timeouts=timeouts, throttled=0, net_errors=0,
                             rcodes={"NOERROR": sent}, p50_ms=0.5, p90_ms=1.0, p99_ms=p99_ms,
@@ -115,17 +115,17 @@ def _measure(rate: float, *, tcp_ratio: float, max_ms: float, p99_ms: float,
 
 
 def test_stair_figures_take_the_capacity_step() -> None:
-    crit = load.Criteria()
+    crit = stairs.Criteria()
     results = [
-        load.judge(1, 1000, _measure(1000, tcp_ratio=0.30, max_ms=40, p99_ms=4), crit),
-        load.judge(2, 2000, _measure(2000, tcp_ratio=0.30, max_ms=400, p99_ms=9), crit),
-        load.judge(3, 3000, _measure(3000, tcp_ratio=0.20, max_ms=3241, p99_ms=900,
+        stairs.judge(1, 1000, _measure(1000, tcp_ratio=0.30, max_ms=40, p99_ms=4), crit),
+        stairs.judge(2, 2000, _measure(2000, tcp_ratio=0.30, max_ms=400, p99_ms=9), crit),
+        stairs.judge(3, 3000, _measure(3000, tcp_ratio=0.20, max_ms=3241, p99_ms=900,
                                      timeouts=300), crit),
     ]
     rows = [{"truncated_per_s": r.measure.truncated / 10, "server_cpu_pct": 10.0 * r.step,
              "udp_rcvbuf_errors": r.step - 1, "udp_in_errors": 0, "listen_overflows": 2,
              "listen_drops": 2} for r in results]
-    figures = fallback.stair_figures(results, rows)
+    figures = stair_recorder.stair_figures(results, rows)
     assert figures["capacity_qps"] == 2000 and figures["capacity_step"] == 2
     assert figures["tcp_share"] == pytest.approx(0.3 / 1.3, abs=1e-3)
     assert figures["truncated_per_s"] == 600
@@ -140,10 +140,10 @@ def test_stair_figures_take_the_capacity_step() -> None:
 
 
 def test_stair_figures_without_a_passing_step_fall_back_to_the_first() -> None:
-    crit = load.Criteria()
-    results = [load.judge(1, 1000, _measure(1000, tcp_ratio=0.25, max_ms=2000, p99_ms=1500),
+    crit = stairs.Criteria()
+    results = [stairs.judge(1, 1000, _measure(1000, tcp_ratio=0.25, max_ms=2000, p99_ms=1500),
                           crit)]
-    figures = fallback.stair_figures(results, [{"truncated_per_s": 250, "server_cpu_pct": 1,
+    figures = stair_recorder.stair_figures(results, [{"truncated_per_s": 250, "server_cpu_pct": 1,
                                                 "udp_rcvbuf_errors": 0, "udp_in_errors": 0,
                                                 "listen_overflows": 0, "listen_drops": 0}])
     assert figures["capacity_qps"] is None
@@ -154,8 +154,8 @@ def test_stair_figures_without_a_passing_step_fall_back_to_the_first() -> None:
 
 def test_tcp_share_of_the_seed_mix() -> None:
     # 30 % of UDP queries truncated -> 23 % of all queries the server sees arrive over TCP
-    assert fallback.tcp_share_of(0.30) == pytest.approx(0.2308, abs=1e-4)
-    assert fallback.tcp_share_of(0.0) == 0.0
+    assert responses.tcp_share_of(0.30) == pytest.approx(0.2308, abs=1e-4)
+    assert responses.tcp_share_of(0.0) == 0.0
 
 
 BASE = {"udp_payload": 4096, "bind_options": {"minimal_responses": "no"},
@@ -202,7 +202,7 @@ def test_response_figures_pick_the_largest_modelled_name() -> None:
                   "additional": 1, "truncated": False},
                  {**base, "source": "model", "size": model_size, "answer": 93,
                   "additional": 219, "truncated": True}]
-    figures = fallback.response_figures(rows)
+    figures = responses.response_figures(rows)
     assert figures["tac_name"] == "t1" and figures["tac_tcp_size"] == 11394
     assert figures["tac_model_additional"] == 219 and figures["tac_udp_truncated"] is True
     assert figures["apn_model_size"] == 6124
@@ -211,7 +211,7 @@ def test_response_figures_pick_the_largest_modelled_name() -> None:
 def test_cache_curve_figures_find_the_onset_above_the_cache_size() -> None:
     results = cache_model.amplification_curve([200, 400, 500, 600, 800], 500, lookup_rate=200,
                                               duration=1200, ttl=100, seed=1)
-    figures = fallback.curve_figures(results, margin=0.05)
+    figures = fallback_cache.curve_figures(results, margin=0.05)
     assert figures["records"] == [200, 400, 500, 600, 800]
     assert figures["amplification"][0] == pytest.approx(1.0, abs=0.01)
     assert figures["onset_records"] is not None and figures["onset_records"] > 400
@@ -219,7 +219,7 @@ def test_cache_curve_figures_find_the_onset_above_the_cache_size() -> None:
 
 
 def test_function_test_bumps_the_soa_serial():
-    from experiments.procedures.fallback import _bump_serial
+    from experiments.zone_changes import _bump_serial
 
     text = "$ORIGIN epc.test.\n$TTL 300\n@ SOA ns01 hostmaster 2024010101 3600 900 1209600 300\n"
     bumped, serial = _bump_serial(text)

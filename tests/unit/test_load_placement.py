@@ -11,8 +11,8 @@ import pytest
 from bench import bench_ceilings
 from dnslab.errors import LabError
 from dnslab.monitor import mean_cores, mean_cpu
-from experiments.procedures.fallback import step_note
 from experiments.procedures.perf import parse_kxdpgun
+from experiments.stair_recorder import step_note
 
 KXDPGUN = """using interface eth1, XDP threads 1, UDP, native mode
 thread#00: sent 100010, received 98192

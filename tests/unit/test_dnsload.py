@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dnslab.errors import LabError
 from dnslab.paths import BIN
-from experiments import load
+from experiments import dnsload, stairs
+from tests.fixtures import stair_protocols as protocols
 
 DNSLOAD = BIN / "dnsload"
 pytestmark = pytest.mark.skipif(not DNSLOAD.exists(),
@@ -33,10 +35,10 @@ def test_stair_against_calibration_responder(tmp_path: Path) -> None:
          "-tcp-size", "23000"], stdout=subprocess.PIPE, text=True)
     try:
         assert json.loads(server.stdout.readline())["type"] == "serve_ready"
-        gen = load.DnsloadGenerator(server=f"127.0.0.1:{port}", query_file=str(qfile),
+        gen = dnsload.DnsloadGenerator(server=f"127.0.0.1:{port}", query_file=str(qfile),
                                     binary=str(DNSLOAD), timeout_s=2)
-        res = load.stair(load.local_runner, gen, 1000, 2000, 1000, 3,
-                         load.Criteria(warmup_s=1))
+        res = protocols.stair(protocols.local_runner, gen, 1000, 2000, 1000, 3,
+                         stairs.Criteria(warmup_s=1))
     finally:
         server.terminate()
         server.wait(timeout=5)
@@ -55,7 +57,7 @@ def test_stair_against_calibration_responder(tmp_path: Path) -> None:
 
 
 def test_refuses_outside_target() -> None:
-    gen = load.DnsloadGenerator(server="192.0.2.1:53", query_file="/dev/null",
+    gen = dnsload.DnsloadGenerator(server="192.0.2.1:53", query_file="/dev/null",
                                 binary=str(DNSLOAD))
-    with pytest.raises(load.LabError, match="refusing target 192.0.2.1"):
-        load.burst(load.local_runner, gen, 100, 1)
+    with pytest.raises(LabError, match="refusing target 192.0.2.1"):
+        stairs.burst(protocols.local_runner, gen, 100, 1)

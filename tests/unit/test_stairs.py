@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from dnslab.errors import LabError
-from experiments import load
+from experiments import dnsload, stairs
+from tests.fixtures import stair_protocols as protocols
 
 TC_FRACTION = 0.3
 
@@ -58,14 +59,14 @@ class FakeServer:
         return "\n".join(out) + "\n"
 
 
-GEN = load.DnsloadGenerator(server="198.18.0.11:53", query_file="/tmp/q.txt", binary="dnsload")
+GEN = dnsload.DnsloadGenerator(server="198.18.0.11:53", query_file="/tmp/q.txt", binary="dnsload")
 
 
 def test_stair_capacity_is_highest_passing_step(tmp_path: Path) -> None:
     fake = FakeServer(capacity=12_000)
-    res = load.stair(fake, GEN, 2000, 25_000, 1000, 60)
+    res = protocols.stair(fake, GEN, 2000, 25_000, 1000, 60)
     assert [r.target_qps for r in res] == [float(q) for q in range(2000, 25_001, 1000)]
-    assert load.capacity(res) == 12_000
+    assert stairs.capacity(res) == 12_000
     assert all(r.passed for r in res if r.target_qps <= 12_000)
     failing = [r for r in res if not r.passed]
     assert failing and all(r.target_qps > 12_000 for r in failing)
@@ -79,59 +80,59 @@ def test_stair_capacity_is_highest_passing_step(tmp_path: Path) -> None:
 
 def test_stair_stops_after_failures() -> None:
     fake = FakeServer(capacity=4000)
-    res = load.stair(fake, GEN, 2000, 25_000, 1000, 30, stop_after_failures=2)
+    res = protocols.stair(fake, GEN, 2000, 25_000, 1000, 30, stop_after_failures=2)
     assert [r.target_qps for r in res] == [2000, 3000, 4000, 5000, 6000]
-    assert load.capacity(res) == 4000
+    assert stairs.capacity(res) == 4000
 
 
 def test_judge_p99_criterion_and_throttling() -> None:
     m = GEN.parse(json.dumps(_line("total", 10_000, 60, max_ms=1500.0, p99_ms=40.0)))
-    strict = load.judge(1, 10_000, m, load.Criteria(tat_stat="max"))
-    lenient = load.judge(1, 10_000, m, load.Criteria(tat_stat="p99"))
+    strict = stairs.judge(1, 10_000, m, stairs.Criteria(tat_stat="max"))
+    lenient = stairs.judge(1, 10_000, m, stairs.Criteria(tat_stat="p99"))
     assert not strict.passed and lenient.passed
     # queries the generator had to hold back are failures, not silently dropped
     m = GEN.parse(json.dumps(_line("total", 10_000, 60, throttled=3000)))
-    r = load.judge(1, 10_000, m, load.Criteria())
+    r = stairs.judge(1, 10_000, m, stairs.Criteria())
     assert r.errors == 3000 and r.error_rate == pytest.approx(0.005) and not r.passed
 
 
 def test_judge_error_rcodes_and_threshold() -> None:
     # 0.05 % SERVFAIL passes a 0.1 % threshold, fails a 0.01 % one
     m = GEN.parse(json.dumps(_line("total", 10_000, 100, servfail=500)))
-    assert load.judge(1, 10_000, m, load.Criteria()).passed
-    r = load.judge(1, 10_000, m, load.Criteria(max_error_rate=0.0001))
+    assert stairs.judge(1, 10_000, m, stairs.Criteria()).passed
+    r = stairs.judge(1, 10_000, m, stairs.Criteria(max_error_rate=0.0001))
     assert not r.passed and r.errors == 500
     # NXDOMAIN is an answer, not an error, unless asked for
     line = _line("total", 10_000, 100)
     line["rcodes"] = {"NXDOMAIN": line["answered"]}
     m = GEN.parse(json.dumps(line))
-    assert load.judge(1, 10_000, m, load.Criteria()).passed
-    assert not load.judge(1, 10_000, m, load.Criteria(error_rcodes=("NXDOMAIN",))).passed
+    assert stairs.judge(1, 10_000, m, stairs.Criteria()).passed
+    assert not stairs.judge(1, 10_000, m, stairs.Criteria(error_rcodes=("NXDOMAIN",))).passed
 
 
 def test_judge_generator_shortfall() -> None:
     line = _line("total", 10_000, 60)
     line["offered_qps"] = 8000
-    r = load.judge(1, 10_000, GEN.parse(json.dumps(line)), load.Criteria())
+    r = stairs.judge(1, 10_000, GEN.parse(json.dumps(line)), stairs.Criteria())
     assert not r.passed and r.reasons == ["offered 8000 qps < 95% of 10000"]
 
 
 def test_burst_and_soak() -> None:
     fake = FakeServer(capacity=18_000)
-    assert load.burst(fake, GEN, 18_000, 600).passed
-    assert not load.burst(fake, GEN, 19_000, 600).passed
-    chunks = load.soak(fake, GEN, 18_000, 1500, chunk_s=600)
+    assert stairs.burst(fake, GEN, 18_000, 600).passed
+    assert not stairs.burst(fake, GEN, 19_000, 600).passed
+    chunks = protocols.soak(fake, GEN, 18_000, 1500, chunk_s=600)
     assert [float(c[c.index("-l") + 1]) for c in fake.calls[2:]] == [600, 600, 300]
     # only the first chunk drops a warm-up
     assert ["-warmup" in c for c in fake.calls[2:]] == [True, False, False]
-    s = load.summarize(chunks)
+    s = protocols.summarize(chunks)
     assert s.passed and s.failures == 0 and s.max_tat_ms == 20.0
     assert s.queries == 18_000 * (595 + 600 + 300)
 
 
 def test_write_csv(tmp_path: Path) -> None:
-    res = load.stair(FakeServer(capacity=3000), GEN, 2000, 4000, 1000, 10)
-    path = load.write_csv(res, tmp_path / "stair.csv")
+    res = protocols.stair(FakeServer(capacity=3000), GEN, 2000, 4000, 1000, 10)
+    path = protocols.write_csv(res, tmp_path / "stair.csv")
     rows = list(csv.DictReader(path.open()))
     assert list(rows[0])[:14] == ["step", "offered_qps", "answered_qps", "udp", "tcp",
                                   "truncated", "timeouts", "errors", "p50_ms", "p90_ms",
@@ -148,9 +149,9 @@ def test_command_and_parse_errors() -> None:
     with pytest.raises(LabError):
         GEN.parse("dnsload: error: refusing target 8.8.8.8\n")
     with pytest.raises(LabError):
-        load.stair(FakeServer(1), GEN, 5000, 1000, 1000, 60)
+        protocols.stair(FakeServer(1), GEN, 5000, 1000, 1000, 60)
     with pytest.raises(LabError):
-        load.local_runner(["/nonexistent/dnsload", "run"])
+        protocols.local_runner(["/nonexistent/dnsload", "run"])
 
 
 def test_exec_runner_adapts_popen() -> None:
@@ -159,7 +160,7 @@ def test_exec_runner_adapts_popen() -> None:
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
 
-    run = load.exec_runner(fake_exec, "client1")
+    run = protocols.exec_runner(fake_exec, "client1")
     assert run(["dnsload", "run"]).strip() == "client1 2"
     with pytest.raises(LabError, match="dnsload failed on client1"):
         run(["dnsload", "bad"])
@@ -184,35 +185,36 @@ def test_function_runs_changes_while_the_load_runs() -> None:
         events.append("changed")
         return ["sync ok"]
 
-    step, outcome = load.function(runner, GEN, 18_000, 60, changes)
+    step, outcome = stairs.function(runner, GEN, 18_000, 60, changes)
     assert outcome == ["sync ok"] and step.passed
     assert events == ["changed", "load done"]
     # an overload during the changes fails the step as any other
-    step, _ = load.function(fake, GEN, 19_000, 60, lambda: None)
+    step, _ = stairs.function(fake, GEN, 19_000, 60, lambda: None)
     assert not step.passed
 
 
 def test_fine_pass_runs_between_the_coarse_capacity_and_the_first_failure():
     server = FakeServer(capacity=2600)
-    gen = load.DnsloadGenerator(server="127.0.0.1:5300", query_file="q.txt")
-    coarse = load.stair(server, gen, 1000, 5000, 1000, 10, stop_after_failures=2)
-    assert load.capacity(coarse) == 2000
+    gen = dnsload.DnsloadGenerator(server="127.0.0.1:5300", query_file="q.txt")
+    coarse = protocols.stair(server, gen, 1000, 5000, 1000, 10, stop_after_failures=2)
+    assert stairs.capacity(coarse) == 2000
     # steps of at most 5 % of the coarse capacity (100 qps), up to the first failure (3000)
-    fine = load.fine_rates(coarse, 0.05)
+    fine = stairs.fine_rates(coarse, 0.05)
     assert fine == [2100, 2200, 2300, 2400, 2500, 2600, 2700, 2800, 2900]
     assert all(b - a <= 0.05 * 2000 for a, b in zip([2000, *fine], fine, strict=False))
-    results = load.steps(server, gen, fine, 10, stop_after_failures=2,
+    results = stairs.steps(server, gen, fine, 10, stop_after_failures=2,
                          first_step=len(coarse) + 1)
-    assert load.capacity(coarse + results) == 2600
+    assert stairs.capacity(coarse + results) == 2600
     assert results[0].step == len(coarse) + 1
     # nothing to refine: no step passed, none failed, or no fine share
-    assert load.fine_rates(load.stair(server, gen, 1000, 2000, 1000, 10), 0.05) == []
-    assert load.fine_rates(coarse, 0.0) == []
-    assert load.fine_rates(load.stair(FakeServer(100), gen, 1000, 2000, 1000, 10), 0.05) == []
+    assert stairs.fine_rates(protocols.stair(server, gen, 1000, 2000, 1000, 10), 0.05) == []
+    assert stairs.fine_rates(coarse, 0.0) == []
+    no_pass = protocols.stair(FakeServer(100), gen, 1000, 2000, 1000, 10)
+    assert stairs.fine_rates(no_pass, 0.05) == []
 
 
 def test_geometric_rates_grow_by_the_factor_up_to_the_stop():
-    assert load.geometric_rates(2000, 5000, 1.25) == [2000, 2500, 3125, 3906, 4882]
-    assert load.geometric_rates(500, 2000, 2) == [500, 1000, 2000]
+    assert stairs.geometric_rates(2000, 5000, 1.25) == [2000, 2500, 3125, 3906, 4882]
+    assert stairs.geometric_rates(500, 2000, 2) == [500, 1000, 2000]
     with pytest.raises(LabError):
-        load.geometric_rates(1000, 2000, 1.0)
+        stairs.geometric_rates(1000, 2000, 1.0)

@@ -1,16 +1,16 @@
-"""Load protocols of finding F1 (stair, burst, soak) and their pass criteria.
+"""Load protocols of finding F1 (stair, burst, function test) and their pass criteria.
 
 The seed rated an authoritative server by its *stair* capacity: the highest rate, stepped up
 every minute, with no continuing DNS errors and a request->response time (TAT) under 1 s; then
 held that rate for a *burst* (10 min) and a *soak* (48 h). This module drives a load generator
-through a caller-supplied `run(argv) -> stdout` callable (the engine's `lab.exec` on a client
-node, or `local_runner` here), judges every step and writes `stair.csv`.
+through a caller-supplied `run(argv) -> stdout` callable (`experiments.dnsload.DnsloadRunner`
+in the client node) and judges every step; `experiments.stair_recorder` writes `stair.csv`.
 
 A generator is anything with `command(rate, duration, warmup)` and `parse(stdout)`
-(`LoadGenerator`); `DnsloadGenerator` drives `build/bin/dnsload` (UDP first, TCP retry on
-TC=1, as a mobile core's MME). A dnsperf-based driver only needs those two methods: dnsperf
-prints totals only, so its `parse` would map "Queries sent/completed/lost" and the latency
-lines onto a `StepMeasure` (no TCP fallback, and no warm-up exclusion).
+(`LoadGenerator`); `experiments.dnsload.DnsloadGenerator` drives `build/bin/dnsload` (UDP
+first, TCP retry on TC=1, as a mobile core's MME). A dnsperf-based driver only needs those two
+methods: dnsperf prints totals only, so its `parse` would map "Queries sent/completed/lost"
+and the latency lines onto a `StepMeasure` (no TCP fallback, and no warm-up exclusion).
 
 Definitions used throughout:
 - errors: failed queries other than timeouts (error rcodes, network errors, and queries the
@@ -23,17 +23,13 @@ Definitions used throughout:
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-import subprocess
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
 from dnslab.errors import LabError
-from dnslab.paths import BIN
 
 T = TypeVar("T")
 
@@ -121,96 +117,6 @@ class LoadGenerator(Protocol):
     def parse(self, stdout: str) -> StepMeasure: ...
 
 
-@dataclass
-class DnsloadGenerator:
-    """Drives `dnsload run` (tools/dnsload). The timeout is longer than the TAT limit on
-    purpose: a 3 s answer must be seen as a 3 s TAT, not hidden as a timeout."""
-
-    server: str  # IP:PORT, loopback or 198.18.0.0/15
-    query_file: str
-    binary: str = str(BIN / "dnsload")
-    timeout_s: float = 5.0
-    bufsize: int = 4096
-    max_outstanding: int = 100_000
-    tcp_reuse: bool = False
-    sockets: int | None = None
-    name: str = "dnsload"
-
-    def command(self, rate: float, duration: float, warmup: float) -> list[str]:
-        argv = [
-            self.binary, "run", "-s", self.server, "-d", self.query_file,
-            "-Q", f"{rate:g}", "-l", f"{duration:g}", "-t", f"{self.timeout_s:g}",
-            "-b", str(self.bufsize), "-q", str(self.max_outstanding),
-        ]
-        if 0 < warmup < duration:
-            argv += ["-warmup", f"{warmup:g}"]
-        if self.tcp_reuse:
-            argv.append("-tcp-reuse")
-        if self.sockets:
-            argv += ["-c", str(self.sockets)]
-        return argv
-
-    def parse(self, stdout: str) -> StepMeasure:
-        lines: dict[str, dict] = {}
-        for line in stdout.splitlines():
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            lines[obj.get("type", "")] = obj
-        rec = lines.get("steady") or lines.get("total")
-        if rec is None:
-            raise LabError(
-                "dnsload printed no totals",
-                hint="run the printed command by hand; is build/bin/dnsload built "
-                "(scripts/build-dnsload.sh)?",
-            )
-        lat = rec["lat_ms"]
-        return StepMeasure(
-            seconds=float(rec["seconds"]), offered_qps=float(rec["offered_qps"]),
-            answered_qps=float(rec["answered_qps"]), sent=int(rec["udp"]),
-            answered=int(rec["answered"]), tcp=int(rec["tcp"]), truncated=int(rec["truncated"]),
-            timeouts=int(rec["timeouts"]), throttled=int(rec["throttled"]),
-            net_errors=int(rec["net_errors"]), rcodes=dict(rec.get("rcodes") or {}),
-            p50_ms=float(lat["p50"]), p90_ms=float(lat["p90"]), p99_ms=float(lat["p99"]),
-            max_ms=float(lat["max"]),
-        )
-
-
-def local_runner(argv: list[str]) -> str:
-    """Run a command on this host and return its stdout (LabError on failure)."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except FileNotFoundError as exc:
-        raise LabError(f"cannot run {argv[0]}",
-                       hint="build it with scripts/build-dnsload.sh") from exc
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise LabError(f"{Path(argv[0]).name} failed: {last}")
-    return proc.stdout
-
-
-def exec_runner(exec_fn: Callable[[str, list[str]], subprocess.Popen], node: str) -> Runner:
-    """Adapt the engine's `lab.exec(node, argv) -> Popen` into a Runner for one node."""
-
-    def run(argv: list[str]) -> str:
-        proc = exec_fn(node, argv)
-        out, err = proc.communicate()
-        if isinstance(out, bytes):
-            out = out.decode(errors="replace")
-        if isinstance(err, bytes):
-            err = err.decode(errors="replace")
-        if proc.returncode != 0:
-            last = ((err or "").strip().splitlines() or ["no message"])[-1]
-            raise LabError(f"{Path(argv[0]).name} failed on {node}: {last}")
-        return out or ""
-
-    return run
-
-
 def judge(step: int, target_qps: float, m: StepMeasure, criteria: Criteria,
           raw: str = "") -> StepResult:
     """Apply the pass criteria to one step's measurement."""
@@ -243,21 +149,6 @@ def run_step(run: Runner, gen: LoadGenerator, step: int, rate: float, duration: 
         warm = 0.0
     stdout = run(gen.command(rate, duration, warm))
     return judge(step, rate, gen.parse(stdout), criteria, raw=stdout)
-
-
-def stair(run: Runner, gen: LoadGenerator, start: float, stop: float, step: float,
-          step_duration: float, criteria: Criteria | None = None,
-          stop_after_failures: int | None = None,
-          on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
-    """Stair load: start, start+step, ... up to stop (inclusive), step_duration s each.
-
-    stop_after_failures: end early after that many failing steps in a row (None: run all).
-    """
-    if step <= 0 or start <= 0 or stop < start or step_duration <= 0:
-        raise LabError("bad stair parameters",
-                       hint="need 0 < start <= stop, step > 0, step_duration > 0")
-    return steps(run, gen, stair_rates(start, stop, step), step_duration, criteria,
-                 stop_after_failures, on_step)
 
 
 def stair_rates(start: float, stop: float, step: float) -> list[float]:
@@ -333,8 +224,6 @@ def function(run: Runner, gen: LoadGenerator, rate: float, duration: float,
     """Function test: `rate` held for `duration` s while `changes()` runs alongside it (the
     seed: records added and deleted on the primary, primary -> secondary sync checked).
     Returns the load step, judged as usual, and whatever `changes` returned."""
-    import threading
-
     box: dict[str, object] = {}
 
     def load_thread() -> None:
@@ -352,60 +241,3 @@ def function(run: Runner, gen: LoadGenerator, rate: float, duration: float,
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["step"], outcome  # type: ignore[return-value]
-
-
-def soak(run: Runner, gen: LoadGenerator, rate: float, duration: float,
-         criteria: Criteria | None = None, chunk_s: float = 600.0,
-         on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
-    """Soak load: rate held for duration s, run and judged in chunks of chunk_s so a long
-    run leaves results as it goes; only the first chunk has a warm-up exclusion."""
-    criteria = criteria or Criteria()
-    results: list[StepResult] = []
-    left = duration
-    i = 0
-    while left > 1e-9:
-        length = min(chunk_s, left)
-        res = run_step(run, gen, i + 1, rate, length, criteria,
-                       warmup=None if i == 0 else 0.0)
-        results.append(res)
-        if on_step:
-            on_step(res)
-        left -= length
-        i += 1
-    return results
-
-
-@dataclass(frozen=True)
-class SoakSummary:
-    """The seed's soak table: total queries, successes, failures, max TAT."""
-
-    queries: int
-    answered: int
-    failures: int
-    success_rate: float
-    max_tat_ms: float
-    passed: bool
-
-
-def summarize(results: Sequence[StepResult]) -> SoakSummary:
-    queries = sum(r.measure.sent + r.measure.throttled for r in results)
-    answered = sum(r.measure.answered for r in results)
-    failures = sum(r.errors + r.measure.timeouts for r in results)
-    return SoakSummary(
-        queries=queries, answered=answered, failures=failures,
-        success_rate=(queries - failures) / queries if queries else 0.0,
-        max_tat_ms=max((r.measure.max_ms for r in results), default=0.0),
-        passed=bool(results) and all(r.passed for r in results),
-    )
-
-
-def write_csv(results: Sequence[StepResult], path: str | Path) -> Path:
-    """Write one row per step (columns: CSV_COLUMNS) and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-        w.writeheader()
-        for r in results:
-            w.writerow(r.row())
-    return path

@@ -1,0 +1,64 @@
+"""The seed's function test on the primary's zone: add, then delete, a record (a new SOA
+serial, a reload, NOTIFY to the secondaries) and measure how long the server under test takes
+to serve the change (`function.csv`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from dnslab import probe
+from dnslab.errors import LabError
+from dnslab.lab import Lab
+
+FUNCTION_COLUMNS = ["change", "action", "name", "serial", "sync_s", "ok"]
+SOA_SERIAL = re.compile(r"^(@\s+(?:\d+\s+)?(?:IN\s+)?SOA\s+\S+\s+\S+\s+)(\d+)", re.MULTILINE)
+
+
+def _bump_serial(text: str) -> tuple[str, int]:
+    match = SOA_SERIAL.search(text)
+    if match is None:
+        raise LabError("cannot find the zone's SOA serial to bump",
+                       hint="the function test expects '@ SOA mname rname serial ...'")
+    serial = int(match.group(2)) + 1
+    return text[:match.start(2)] + str(serial) + text[match.end(2):], serial
+
+
+def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int,
+                 timeout_s: float) -> list[dict[str, Any]]:
+    """The seed's function test: add, then delete, a record on the primary (new serial,
+    `rndc reload`, NOTIFY to the secondaries) and wait for the evidence on the server under
+    test: its SOA serial, then the record present (add) or gone (delete)."""
+    rows: list[dict[str, Any]] = []
+    rndc = ["rndc", "-c", str(lab.node_dir("primary") / "rndc.conf")]
+    for k in range(changes):
+        name = f"dnslab-function-{k}.{origin}"
+        for action in ("add", "delete"):
+            text = zone_file.read_text()
+            if action == "add":
+                text = text.rstrip("\n") + f'\n{name} 300 IN TXT "dnslab function test {k}"\n'
+            else:
+                text = "".join(line for line in text.splitlines(keepends=True)
+                               if not line.startswith(name + " "))
+            text, serial = _bump_serial(text)
+            zone_file.write_text(text)
+            start = time.monotonic()
+            lab.run("primary", [*rndc, "reload", origin.rstrip(".")], timeout=30)
+            synced = None
+            while time.monotonic() - start < timeout_s:
+                soa = probe.try_query_in(lab.netns("client"), lab.address(node), origin, "SOA")
+                if soa is not None and soa.serial == serial:
+                    answer = probe.try_query_in(lab.netns("client"), lab.address(node), name,
+                                                "TXT")
+                    if answer is not None and (answer.answers == 1 if action == "add"
+                                               else answer.rcode == "NXDOMAIN"):
+                        synced = time.monotonic() - start
+                        break
+                time.sleep(0.1)
+            rows.append({"change": k, "action": action, "name": name, "serial": serial,
+                         "sync_s": round(synced, 3) if synced is not None else None,
+                         "ok": synced is not None})
+    return rows
