@@ -14,10 +14,10 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnslab import probe, render, topology, wan
+from dnslab import probe, render, servers, topology, wan
 from dnslab.errors import LabError
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
@@ -37,16 +37,29 @@ def log_tail(path: str | Path, lines: int = 12) -> str:
 
 @dataclass
 class HealthCheck:
-    """The query whose answer proves a node works, and where to send it from."""
+    """The query whose answer proves a node works (its driver judges the answer's rcode
+    with the node's options), and where to send it from."""
 
     node: str
     server: str
     name: str
     rdtype: str
-    accept_refused: bool = False
+    kind: str = ""
+    options: dict = field(default_factory=dict)
+
+    def passed(self, rcode: str) -> bool:
+        return servers.driver(self.kind).answer_healthy(rcode, self.options)
 
 
 def health_check(rendered: RenderedLab, node: Node) -> HealthCheck | None:
+    check = _health_query(rendered, node)
+    if check is not None:
+        check.kind = node.server
+        check.options = rendered.data.node_options.get(node.name, {})
+    return check
+
+
+def _health_query(rendered: RenderedLab, node: Node) -> HealthCheck | None:
     data = rendered.data
     if node.role in ("primary", "secondary"):
         zones = rendered.zones_for(node)
@@ -55,11 +68,7 @@ def health_check(rendered: RenderedLab, node: Node) -> HealthCheck | None:
         names = [z.name for z in zones]
         name = data.health_zone if data.health_zone in names else names[0]
         return HealthCheck(node.name, str(node.address), name, "SOA")
-    if node.role == "frontend":
-        refuse = data.node_options.get(node.name, {}).get("mode") == "refuse"
-        return HealthCheck(node.name, str(node.address), data.health_zone, "SOA",
-                           accept_refused=refuse)
-    if node.role == "resolver":
+    if node.role in ("frontend", "resolver"):
         return HealthCheck(node.name, str(node.address), data.health_zone, "SOA")
     return None
 
@@ -146,8 +155,7 @@ class Lab:
                                    detail=log_tail(self.log(name)))
                 answer = probe.try_query_in(self.netns(name), check.server, check.name,
                                             check.rdtype, timeout=0.3)
-                if answer and (answer.rcode == "NOERROR" or
-                               (check.accept_refused and answer.rcode == "REFUSED")):
+                if answer and check.passed(answer.rcode):
                     healthy[name] = time.monotonic() - start
             if len(healthy) == len(checks):
                 return healthy
@@ -211,7 +219,7 @@ def up(lab: str, runtime: str = "auto", data: LabData | None = None,
         if primaries and after_primaries:
             handle.wait_healthy(primaries)
         for name in topo.nodes:
-            if name in after_primaries and topo.nodes[name].server != "tools":
+            if name in after_primaries and servers.driver(topo.nodes[name].server).runs_daemon:
                 handle.start(name)
         if wait:
             handle.wait_healthy([n for n in topo.nodes if n not in held])
@@ -299,7 +307,7 @@ def status(lab: str | None = None) -> list[dict]:
             continue
         handle = attach(name)
         for node in state.nodes.values():
-            alive = handle.alive(node.name) if node.server != "tools" else None
+            alive = handle.alive(node.name) if servers.driver(node.server).runs_daemon else None
             answer = None
             if alive and node.health:
                 answer = probe.try_query_in(node.netns, node.address, node.health, "SOA", 0.5)

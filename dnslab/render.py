@@ -24,16 +24,8 @@ import yaml
 
 from dnslab import cpus, paths
 from dnslab.errors import LabError
+from dnslab.servers import driver
 from dnslab.topology import IFACE, LAN, Node, Topology
-
-CONFIG_FILES = {
-    "bind": ["named.conf", "rndc.conf"],
-    "knot": ["knot.conf"],
-    "nsd": ["nsd.conf"],
-    "dnsdist": ["dnsdist.conf"],
-    "unbound": ["unbound.conf", "root.hints"],
-    "tools": [],
-}
 
 
 @dataclass(frozen=True)
@@ -188,17 +180,16 @@ def render(topology: Topology, data: LabData, out: Path | None = None) -> Render
         for sub in ("zones", "db", "xfr"):
             (node_dir / sub).mkdir(parents=True, exist_ok=True)
         context = _node_context(topology, data, rendered, node)
+        rendered_files = {"run.sh": ""}
         try:
-            for config in CONFIG_FILES[node.server]:
-                text = env.get_template(f"{node.server}/{config}.j2").render(**context)
-                (node_dir / config).write_text(text)
-            run = ""
-            if node.server != "tools":
-                run = env.get_template(f"{node.server}/run.sh.j2").render(**context)
+            for name, template in driver(node.server).templates().items():
+                rendered_files[name] = env.get_template(template).render(**context)
         except jinja2.TemplateError as exc:
             raise LabError(f"rendering {node.server} config for node {node.name!r} failed: {exc}",
                            hint="check the node options the experiment passes") from None
-        (node_dir / "run.sh").write_text("#!/bin/sh\n" + run)
+        rendered_files["run.sh"] = "#!/bin/sh\n" + rendered_files["run.sh"]
+        for name, text in rendered_files.items():
+            (node_dir / name).write_text(text)
         (node_dir / "node.env").write_text(
             f"DNSLAB_NODE={node.name}\nDNSLAB_ROLE={node.role}\nDNSLAB_SERVER={node.server}\n"
             f"DNSLAB_ADDR={node.cidr}\nDNSLAB_IFACE={IFACE}\n"

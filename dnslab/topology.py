@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from dnslab import cpus, paths
+from dnslab import cpus, paths, servers
 from dnslab.errors import LabError
 
 LAN = ipaddress.IPv4Network("198.18.0.0/24")
@@ -24,14 +24,9 @@ FIRST_HOST = 10
 IFACE = "eth1"
 
 ROLES = {"primary", "secondary", "frontend", "resolver", "client"}
-SERVERS = {"bind", "knot", "nsd", "dnsdist", "unbound", "tools"}
-ROLE_SERVERS = {
-    "primary": {"bind", "knot", "nsd"},
-    "secondary": {"bind", "knot", "nsd"},
-    "frontend": {"dnsdist"},
-    "resolver": {"unbound"},
-    "client": {"tools"},
-}
+# the server kinds and which role each may take: from their drivers (dnslab/servers/)
+SERVERS = set(servers.kinds())
+ROLE_SERVERS = {role: set(servers.kinds_for_role(role)) for role in ROLES}
 
 
 def node_address(ordinal: int) -> ipaddress.IPv4Address:

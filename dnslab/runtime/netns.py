@@ -26,18 +26,10 @@ from dnslab.nsenter import ip, list_namespaces, namespace_pids, netns_path
 from dnslab.render import RenderedLab, node_sysctls
 from dnslab.runtime import rootfs
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
+from dnslab.servers import driver
 from dnslab.topology import Topology
 
 PREFIX = "dnslab-"
-BINARIES = {
-    "bind": ("named", "bind9"),
-    "knot": ("knotd", "knot"),
-    "nsd": ("nsd", "nsd"),
-    "dnsdist": ("dnsdist", "dnsdist"),
-    "unbound": ("unbound", "unbound"),
-}
-CLIENT_TOOLS = {"dig": "bind9-dnsutils", "kdig": "knot-dnsutils", "dnsperf": "dnsperf",
-                "resperf": "dnsperf"}
 # Settings every node gets: the lab is IPv4 only, so no IPv6 autoconfiguration chatter.
 BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
 STOP_GRACE_S = 2.0
@@ -56,11 +48,8 @@ def namespace(lab: str, node: str) -> str:
 
 
 def missing_packages(servers: set[str]) -> list[str]:
-    missing = [pkg for server, (binary, pkg) in BINARIES.items()
-               if server in servers and shutil.which(binary) is None]
-    if "tools" in servers:
-        missing += [pkg for tool, pkg in CLIENT_TOOLS.items() if shutil.which(tool) is None]
-    return sorted(set(missing))
+    """The Debian packages the server kinds' drivers need and the host lacks."""
+    return sorted({pkg for kind in servers for pkg in driver(kind).missing_packages()})
 
 
 APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
@@ -162,7 +151,8 @@ class NetnsRuntime(Runtime):
             raise LabError("missing packages for this lab: " + " ".join(missing),
                            hint="sudo apt-get install -y --no-install-recommends "
                            + " ".join(missing) + " (or: make setup)")
-        daemons = [BINARIES[s][0] for s in rendered.topology.servers if s in BINARIES]
+        daemons = [binary for s in sorted(rendered.topology.servers)
+                   if (binary := driver(s).binary) is not None]
         confined = apparmor_enforced(daemons)
         if confined and os.environ.get("DNSLAB_APPARMOR") != "ignore":
             raise LabError(
@@ -205,7 +195,7 @@ class NetnsRuntime(Runtime):
         apply_sysctls(rendered, state)
         state.save()
         for node in topo.nodes.values():
-            if node.server != "tools" and node.name not in hold | later:
+            if driver(node.server).runs_daemon and node.name not in hold | later:
                 self.start_node(state, node.name)
 
     def start_node(self, state: LabState, node: str) -> None:

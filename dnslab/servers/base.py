@@ -1,0 +1,348 @@
+"""What the lab knows about one kind of DNS server, in one class: the `Driver`.
+
+A driver per server kind (the `dnslab.server` label: bind, knot, nsd, ...) holds its Debian
+package and binary, its configuration templates, how the lab's generic options (UDP payload,
+room for TCP clients, rate limiting, tuned settings) translate into its own, its log lines
+(transfer events, transfer statistics and span), its state files, its control commands
+(reload, flush, zone status), and the waits procedures use on it (a log line, an SOA serial),
+modelled on Knot's `tests-extra/tools/dnstest/server.py` and BIND's isctest `instance.py`.
+Procedures ask a node's driver (`dnslab.servers.driver(kind)`) and never name a daemon.
+
+The generic parts live here; a kind's module only sets attributes and overrides what differs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dnslab.errors import LabError
+
+if TYPE_CHECKING:
+    from dnslab.lab import Lab
+
+# A daemon's own timestamps on the log lines that open and close an AXFR (BIND -g:
+# "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[2026-11-23 15:18:06.991]").
+LOG_TIMESTAMP = (r"(?P<ts>\d{2}-[A-Z][a-z]{2}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"
+                 r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)")
+_LOG_TIME_FORMATS = ("%d-%b-%Y %H:%M:%S.%f", "%d-%b-%Y %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f%z",
+                     "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
+# folders of a node that hold what a server transferred or built (render creates them)
+STATE_DIRS = ("zones", "db", "xfr")
+
+LogEvents = tuple[tuple[str, re.Pattern[str]], ...]
+
+
+def log_time(text: str) -> dt.datetime | None:
+    """A daemon's log timestamp (any of the formats in LOG_TIMESTAMP), or None."""
+    for fmt in _LOG_TIME_FORMATS:
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def merge_options(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`; the nested `server` block (options of the daemon's `server:`
+    section, for the kinds whose templates have one) is merged key by key."""
+    merged = dict(base)
+    for key, value in extra.items():
+        if key == "server" and isinstance(value, dict):
+            merged["server"] = {**merged.get("server", {}), **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+class LogFollower:
+    """Reads the lines a daemon appends to its log and classifies them by `events`
+    (event name, pattern whose first non-empty group is the zone)."""
+
+    def __init__(self, path: Path, events: LogEvents):
+        self.path = path
+        self.patterns = events
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.partial = ""
+
+    def lines(self) -> list[str]:
+        """The whole lines written since the last call."""
+        if not self.path.exists():
+            return []
+        with open(self.path, errors="replace") as handle:
+            handle.seek(self.offset)
+            chunk = handle.read()
+            self.offset = handle.tell()
+        lines = (self.partial + chunk).split("\n")
+        self.partial = lines.pop()
+        return lines
+
+    def poll(self) -> list[tuple[str, str]]:
+        events = []
+        for line in self.lines():
+            for event, pattern in self.patterns:
+                match = pattern.search(line)
+                if match:
+                    zone = next((g for g in match.groups() if g), "") if match.groups() else ""
+                    events.append((event, zone.rstrip(".")))
+                    break
+        return events
+
+
+class Driver:
+    """One server kind. Subclasses set the class attributes and override what differs."""
+
+    kind: ClassVar[str]
+    # the lab roles (dnslab.role) a node of this kind may have
+    roles: ClassVar[frozenset[str]]
+    # the Debian package and the daemon binary the netns runtime needs (None: no daemon)
+    package: ClassVar[str | None] = None
+    binary: ClassVar[str | None] = None
+    # other commands a node of this kind needs on the netns runtime -> their package (those
+    # in the daemon's own package need not be listed)
+    commands: ClassVar[dict[str, str]] = {}
+    # files rendered into the node folder from `topologies/templates/<kind>/<file>.j2`
+    config_files: ClassVar[tuple[str, ...]] = ()
+    # zone transfers over TLS (XoT, RFC 9103), as primary and as secondary
+    xot: ClassVar[bool] = False
+    # a secondary's log lines: transfer_ok | connect_failed | transfer_failed, zone in group 1
+    transfer_events: ClassVar[LogEvents] = ()
+    # the daemon's own figures for a finished AXFR (named groups messages/records/bytes/secs)
+    transfer_stats_pattern: ClassVar[re.Pattern[str] | None] = None
+    # the log lines that open and close an AXFR of `{zone}` (format strings, zone escaped)
+    transfer_span_patterns: ClassVar[tuple[str, str] | None] = None
+    # files in the node folder that keep a secondary's state between starts
+    state_files: ClassVar[tuple[str, ...]] = ()
+
+    # --- what it is and what the host needs ---------------------------------------------
+
+    @property
+    def runs_daemon(self) -> bool:
+        return self.binary is not None
+
+    def templates(self) -> dict[str, str]:
+        """Node-folder file -> its template; `run.sh` (which execs the daemon) included."""
+        files = {name: f"{self.kind}/{name}.j2" for name in self.config_files}
+        if self.runs_daemon:
+            files["run.sh"] = f"{self.kind}/run.sh.j2"
+        return files
+
+    def missing_packages(self, which: Callable[[str], str | None] | None = None) -> list[str]:
+        """The Debian packages the netns runtime lacks for this kind (its control commands
+        come with the daemon's package)."""
+        which = which or shutil.which
+        needed = dict(self.commands)
+        if self.binary and self.package:
+            needed[self.binary] = self.package
+        return sorted({pkg for command, pkg in needed.items() if which(command) is None})
+
+    def supports(self, role: str) -> bool:
+        return role in self.roles
+
+    def check_xot(self) -> None:
+        if not self.xot:
+            raise LabError(f"the packaged {self.kind} cannot transfer zones over TLS (XoT)",
+                           hint="TRANSPORTS=tcp, or servers that can: "
+                           + ", ".join(_xot_kinds()))
+
+    # --- option translation (the node options its templates read) -----------------------
+
+    def payload_options(self, payload: int) -> dict[str, Any]:
+        """The options that cap the UDP answers it sends (and the EDNS size it offers)."""
+        return {}
+
+    def client_room_options(self, clients: int) -> dict[str, Any]:
+        """Room for `clients` concurrent TCP clients, and no response rate limiting."""
+        return {}
+
+    def no_rate_limit_options(self) -> dict[str, Any]:
+        """Response rate limiting off (where the packaged default has it on)."""
+        return {}
+
+    def worker_options(self, count: int) -> dict[str, Any]:
+        """Serve with `count` worker threads or processes (one per core it may use)."""
+        return {}
+
+    def tuned_options(self, base: dict[str, Any], tuned: dict[str, Any]) -> dict[str, Any]:
+        """An experiment's tuned settings for this kind over its base options."""
+        return merge_options(base, tuned)
+
+    def _not_for(self, what: str) -> LabError:
+        return LabError(f"the lab has no {what} settings for {self.kind}",
+                        hint=f"add them to its driver (dnslab/servers/{self.kind}.py)")
+
+    def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
+        """A resolver's tuned settings for `cores` cores (seed 003), `extra` over them."""
+        raise self._not_for("resolver")
+
+    def listener_options(self, cpus: list[int] | None) -> dict[str, Any]:
+        """A front-end's listeners: one plain listener (cpus None), or the seed's tuning
+        with one listener per CPU in `cpus` (seed 001)."""
+        raise self._not_for("front-end listener")
+
+    def refuse_all_options(self) -> dict[str, Any]:
+        """Answer REFUSED to every query, with no back-ends (a flood target)."""
+        raise self._not_for("refuse-all")
+
+    # --- control commands (argv run inside the node; None: the kind has no such command) --
+
+    def reload_argv(self, node_dir: Path, zone: str) -> list[str] | None:
+        return None
+
+    def zone_status_argv(self, node_dir: Path, zone: str) -> list[str] | None:
+        return None
+
+    def flush_argvs(self, node_dir: Path) -> list[list[str]] | None:
+        return None
+
+    def _control(self, lab: Lab, node: str, what: str, argv: list[str] | None) -> str:
+        if argv is None:
+            raise LabError(f"node {node!r} ({self.kind}) has no {what} command in the lab",
+                           hint="add one to its driver in dnslab/servers/")
+        proc = lab.run(node, argv, timeout=30)
+        return f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
+
+    def reload_zone(self, lab: Lab, node: str, zone: str) -> str:
+        """Make the server load `zone` from its file again (a primary after an edit)."""
+        return self._control(lab, node, "reload", self.reload_argv(lab.node_dir(node),
+                                                                    zone.rstrip(".")))
+
+    def zone_status(self, lab: Lab, node: str, zone: str) -> str:
+        return self._control(lab, node, "zone status",
+                             self.zone_status_argv(lab.node_dir(node), zone.rstrip(".")))
+
+    def flush(self, lab: Lab, node: str) -> str:
+        """Empty the server's caches; returns the commands and their output."""
+        argvs = self.flush_argvs(lab.node_dir(node))
+        if argvs is None:
+            return self._control(lab, node, "cache flush", None)
+        return "".join(self._control(lab, node, "cache flush", argv) for argv in argvs)
+
+    # --- evidence: health, version, log lines, serials -----------------------------------
+
+    def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:
+        """Whether an answer to the node's health query shows it works."""
+        return rcode == "NOERROR"
+
+    def version(self, lab: Lab, node: str, from_node: str = "client") -> str | None:
+        """What the server says it is (`version.bind CH TXT`), or None if it will not say."""
+        import dns.exception
+        import dns.message
+        import dns.query
+
+        from dnslab.netns import in_netns
+        from dnslab.probe import check_lab_address
+
+        target = lab.address(node)
+        check_lab_address(target)
+
+        def ask() -> str | None:
+            message = dns.message.make_query("version.bind", "TXT", "CH")
+            try:
+                reply = dns.query.udp(message, target, timeout=2)
+            except (OSError, dns.exception.DNSException):
+                return None
+            texts = [b"".join(r.strings).decode(errors="replace") for rrset in reply.answer
+                     for r in rrset]
+            return texts[0] if texts else None
+
+        return in_netns(lab.netns(from_node), ask)
+
+    def wait_for_log(self, lab: Lab, node: str, pattern: str | re.Pattern[str],
+                     timeout: float, since: int = 0) -> str:
+        """Wait until the node's log has a line matching `pattern` after byte `since`;
+        return that line, or raise a LabError after `timeout` seconds or if it exits."""
+        wanted = re.compile(pattern) if isinstance(pattern, str) else pattern
+        path = lab.log(node)
+        follower = LogFollower(path, ())
+        follower.offset = since
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in follower.lines():
+                if wanted.search(line):
+                    return line
+            if time.monotonic() > deadline:
+                raise LabError(f"node {node!r} ({self.kind}) logged no line matching "
+                               f"{wanted.pattern!r} within {timeout:.0f} s",
+                               hint=f"its log: {path}")
+            if not lab.alive(node):
+                raise LabError(f"node {node!r} ({self.kind}) exited", hint=f"its log: {path}")
+            time.sleep(0.05)
+
+    def wait_for_serial(self, lab: Lab, node: str, zone: str, serial: int, timeout: float,
+                        from_node: str = "client") -> float:
+        """Wait until the node answers `zone` SOA with `serial`; return the seconds it took."""
+        from dnslab import probe
+
+        start = time.monotonic()
+        while True:
+            answer = probe.try_query_in(lab.netns(from_node), lab.address(node), zone, "SOA")
+            if answer is not None and answer.serial == serial:
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                raise LabError(f"node {node!r} ({self.kind}) did not serve {zone} serial "
+                               f"{serial} within {timeout:.0f} s", hint=f"its log: {lab.log(node)}")
+            time.sleep(0.1)
+
+    # --- a secondary's transfers, from its log -------------------------------------------
+
+    def log_follower(self, path: Path) -> LogFollower:
+        """Follows a secondary's log for `transfer_events`."""
+        if not self.transfer_events:
+            raise LabError(f"the lab cannot read {self.kind}'s transfer log",
+                           hint="SECONDARY=" + " | ".join(_secondary_kinds()))
+        return LogFollower(path, self.transfer_events)
+
+    def transfer_stats(self, log_text: str) -> dict[str, float]:
+        """The daemon's own figures for the last AXFR in `log_text` (empty when none)."""
+        if self.transfer_stats_pattern is None:
+            return {}
+        found = list(self.transfer_stats_pattern.finditer(log_text))
+        if not found:
+            return {}
+        return {k: float(v) for k, v in found[-1].groupdict().items() if v is not None}
+
+    def transfer_span(self, zone: str, log_text: str) -> dict[str, Any]:
+        """Start and end of the last AXFR of `zone` as the secondary logged them, the time
+        between them (None where the log has no timestamped line for it) and the resolution
+        of the log's clock."""
+        start = end = None
+        if self.transfer_span_patterns is not None:
+            opening, closing = (re.compile(LOG_TIMESTAMP + r".*?" + p.format(zone=re.escape(zone)))
+                                for p in self.transfer_span_patterns)
+            starts = [m.group("ts") for m in opening.finditer(log_text)]
+            ends = [m.group("ts") for m in closing.finditer(log_text)]
+            start, end = (starts[-1] if starts else None), (ends[-1] if ends else None)
+        t0, t1 = (log_time(start) if start else None), (log_time(end) if end else None)
+        span = (t1 - t0).total_seconds() if t0 is not None and t1 is not None else None
+        fraction = re.search(r":\d{2}\.(\d+)", start or end or "")
+        return {"log_start": start, "log_end": end,
+                "log_span_s": round(span, 4) if span is not None else None,
+                "log_resolution_s": 10.0 ** -len(fraction.group(1)) if fraction else 1.0}
+
+    def wipe_state(self, node_dir: Path) -> None:
+        """Leave the node with nothing transferred on disk, as on a first start."""
+        for sub in STATE_DIRS:
+            shutil.rmtree(node_dir / sub, ignore_errors=True)
+            (node_dir / sub).mkdir()
+        for name in self.state_files:
+            (node_dir / name).unlink(missing_ok=True)
+        for journal in node_dir.glob("*.jnl"):
+            journal.unlink()
+
+
+def _xot_kinds() -> list[str]:
+    from dnslab.servers import drivers
+
+    return [d.kind for d in drivers() if d.xot]
+
+
+def _secondary_kinds() -> list[str]:
+    from dnslab.servers import kinds_for_role
+
+    return kinds_for_role("secondary")

@@ -1,0 +1,53 @@
+"""BIND 9 (`named`): authoritative primary or secondary, controlled with rndc."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from dnslab.servers.base import Driver
+
+
+class Bind(Driver):
+    kind = "bind"
+    roles = frozenset({"primary", "secondary"})
+    package = "bind9"
+    binary = "named"
+    config_files = ("named.conf", "rndc.conf")
+    xot = True
+    transfer_events = (
+        ("transfer_ok", re.compile(
+            r"transfer of '([^/']+)/IN' from \S+: Transfer completed: [1-9]\d* messages")),
+        ("connect_failed", re.compile(
+            r"transfer of '([^/']+)/IN' from \S+: failed to connect: address not available")),
+        ("transfer_failed", re.compile(
+            r"transfer of '([^/']+)/IN' from \S+: Transfer status: (?!success|address not av)")),
+    )
+    # "Transfer completed: 47700 messages, 14000000 records, 691000000 bytes, 26.5 secs"
+    transfer_stats_pattern = re.compile(
+        r"Transfer completed: (?P<messages>\d+) messages, (?P<records>\d+) "
+        r"records, (?P<bytes>\d+) bytes, (?P<secs>[\d.]+) secs")
+    transfer_span_patterns = (r"zone {zone}/IN: Transfer started\.",
+                              r"transfer of '{zone}/IN' from \S+: Transfer completed")
+
+    def worker_options(self, count: int) -> dict[str, Any]:
+        return {"workers": count}
+
+    def payload_options(self, payload: int) -> dict[str, Any]:
+        return {"max-udp-size": payload, "edns-udp-size": payload}
+
+    def client_room_options(self, clients: int) -> dict[str, Any]:
+        return {"tcp-clients": max(150, 4 * clients)}
+
+    def _rndc(self, node_dir: Path, *args: str) -> list[str]:
+        return ["rndc", "-c", str(node_dir / "rndc.conf"), *args]
+
+    def reload_argv(self, node_dir: Path, zone: str) -> list[str]:
+        return self._rndc(node_dir, "reload", zone)
+
+    def zone_status_argv(self, node_dir: Path, zone: str) -> list[str]:
+        return self._rndc(node_dir, "zonestatus", zone)
+
+    def flush_argvs(self, node_dir: Path) -> list[list[str]]:
+        return [self._rndc(node_dir, "flush")]

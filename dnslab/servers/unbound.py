@@ -1,0 +1,50 @@
+"""Unbound: the recursive resolver, controlled with unbound-control over a unix socket in
+its node folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dnslab.servers.base import Driver
+
+
+class Unbound(Driver):
+    kind = "unbound"
+    roles = frozenset({"resolver"})
+    package = "unbound"
+    binary = "unbound"
+    config_files = ("unbound.conf", "root.hints")
+
+    def _control_argv(self, node_dir: Path, *args: str) -> list[str]:
+        return ["unbound-control", "-c", str(node_dir / "unbound.conf"), *args]
+
+    def flush_argvs(self, node_dir: Path) -> list[list[str]]:
+        return [self._control_argv(node_dir, *args) for args in
+                (["flush_zone", "."], ["flush_infra", "all"], ["flush_requestlist"])]
+
+    def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
+        """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.
+
+        Left out on purpose: `ipsecmod`/`validator` modules and trust anchors (the lab zones
+        are unsigned), `log-queries` (one log line per query would measure the logger),
+        `ip-transparent`, and the seed's `access-control` (the template allows the lab LAN).
+        """
+        return {"server": {
+            "num-threads": cores,
+            "so-reuseport": "yes",
+            "msg-cache-slabs": 4096, "rrset-cache-slabs": 4096,
+            "infra-cache-slabs": 4096, "key-cache-slabs": 4096,
+            "rrset-cache-size": "100m", "msg-cache-size": "50m",
+            # the seed's rule: 1024 / cores - 50
+            "outgoing-range": max(64, 1024 // cores - 50),
+            "so-rcvbuf": "4m",
+            "incoming-num-tcp": 1000, "outgoing-num-tcp": 1000,
+            "statistics-interval": 0, "statistics-cumulative": "no",
+            "extended-statistics": "yes",
+            "harden-glue": "yes", "harden-below-nxdomain": "yes",
+            "harden-referral-path": "yes",
+            "unwanted-reply-threshold": 10000000,
+            "prefetch": "yes", "rrset-roundrobin": "yes", "minimal-responses": "yes",
+            **extra,
+        }}
