@@ -60,11 +60,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnslab import cpus, paths
+from dnslab import cpus, paths, topology
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.monitor import mean_cores, mean_cpu
 from dnslab.render import LabData, ZoneRef
+from dnslab.servers import Driver, driver, merge_options
 from experiments.procedures import perf
 from zones import queries
 
@@ -87,16 +88,13 @@ def min_tuned_ratio(server_cores: int) -> float:
     return 1.0 if server_cores >= 2 else 0.9
 
 
-def frontend_options(variant: str, server_cpus: list[int]) -> dict[str, Any]:
-    """The dnsdist template options of a variant (`topologies/templates/dnsdist`): tuned gets
-    one reusePort listener per server core, each pinned to its core."""
-    if variant == "untuned":
-        return {"mode": "refuse", "listeners": 1, "listen_options": ""}
-    if variant == "tuned":
-        return {"mode": "refuse", "listeners": len(server_cpus), "cpu_list": server_cpus,
-                "listen_options": "reusePort=true, tcpListenQueueSize=4096",
-                "udp_socket_buffers": 8388608, "recvmmsg_vector": 100}
-    raise LabError(f"unknown variant {variant!r}", hint="VARIANTS=" + ",".join(VARIANTS))
+def frontend_options(frontend: Driver, variant: str, server_cpus: list[int]) -> dict[str, Any]:
+    """The front-end's options in a variant: refuse everything; tuned gets one reusePort
+    listener per server core, each pinned to its core."""
+    if variant not in ("untuned", "tuned"):
+        raise LabError(f"unknown variant {variant!r}", hint="VARIANTS=" + ",".join(VARIANTS))
+    return {**frontend.refuse_all_options(),
+            **frontend.listener_options(server_cpus if variant == "tuned" else None)}
 
 
 def sink_zone(run: Run) -> ZoneRef:
@@ -144,6 +142,8 @@ def listeners(run: Run) -> None:
     qfile = queries.water_torture(qdir, [params["domain"]], count=params["names"],
                                   seed=params["seed"]).path
     sink = sink_zone(run)
+    topo = topology.load(run.spec.topology)
+    sink_driver, frontend_driver = (driver(topo.node(n).server) for n in ("sink", "frontend"))
     results: dict[str, dict[str, Any]] = {}
     for variant in params["variants"]:
         server = "sink" if variant == "ceiling" else "frontend"
@@ -151,11 +151,11 @@ def listeners(run: Run) -> None:
         skipped: dict[str, str] = {}
         if variant == "tuned":
             sysctls, skipped = perf.profile_sysctls(run, params["profile"])
-        # NSD rate-limits answers per /24 by default (RRL, 200/s): off for a load test
-        options: dict[str, dict] = {"sink": {"server-count": len(server_cpus),
-                                             "server": {"rrl-ratelimit": 0}}}
+        # a sink that rate-limits answers (RRL) would measure its limit: off for a load test
+        options: dict[str, dict] = {"sink": merge_options(
+            sink_driver.worker_options(len(server_cpus)), sink_driver.no_rate_limit_options())}
         if variant != "ceiling":
-            options["frontend"] = frontend_options(variant, server_cpus)
+            options["frontend"] = frontend_options(frontend_driver, variant, server_cpus)
         data = LabData(zones=[], health_zone=SINK_ZONE, node_zones={"sink": [sink]},
                        node_options=options, sysctls={server: sysctls} if sysctls else {},
                        extra_binds=[qdir],

@@ -55,52 +55,24 @@ from pathlib import Path
 from typing import Any
 
 import zones
+from dnslab import topology
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
+from dnslab.servers import Driver, driver
 from dnslab.topology import LAN
 from experiments.procedures import perf
 
 AUTH_NODES = ("root", "tld", "sld", "sld-slow", "sld-dead")
 TAIL_NODES = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
-NO_RRL = {"rrl-ratelimit": 0}
 # /proc/net follows the process's main thread; thread-self follows the probing thread
 SNMP = "/proc/thread-self/net/snmp"
 
 
-def unbound_options(cores: int, server_extra: dict[str, Any]) -> dict[str, Any]:
-    """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.
-
-    Left out on purpose: `ipsecmod`/`validator` modules and trust anchors (the lab zones are
-    unsigned), `log-queries` (one log line per query would measure the logger),
-    `ip-transparent`, and the seed's `access-control` (the template allows the lab LAN).
-    """
-    return {"server": {
-        "num-threads": cores,
-        "so-reuseport": "yes",
-        "msg-cache-slabs": 4096, "rrset-cache-slabs": 4096,
-        "infra-cache-slabs": 4096, "key-cache-slabs": 4096,
-        "rrset-cache-size": "100m", "msg-cache-size": "50m",
-        # the seed's rule: 1024 / cores - 50
-        "outgoing-range": max(64, 1024 // cores - 50),
-        "so-rcvbuf": "4m",
-        "incoming-num-tcp": 1000, "outgoing-num-tcp": 1000,
-        "statistics-interval": 0, "statistics-cumulative": "no",
-        "extended-statistics": "yes",
-        "harden-glue": "yes", "harden-below-nxdomain": "yes",
-        "harden-referral-path": "yes",
-        "unwanted-reply-threshold": 10000000,
-        "prefetch": "yes", "rrset-roundrobin": "yes", "minimal-responses": "yes",
-        **server_extra,
-    }}
-
-
 def internet(params: dict[str, Any]) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
     """The emulated internet for this lab's addresses, and which node serves which zones."""
-    from dnslab import topology
-
     topo = topology.load("resolver")
     addr = {n: str(topo.node(n).address) for n in AUTH_NODES}
     tail = {key: float(params.get(key, 0)) for key in (*TAIL_NODES, "nxdomain_pct")}
@@ -135,13 +107,12 @@ def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
 
 
 def flush(lab: Lab, cell: Cell) -> None:
-    """Empty Unbound's caches over its unix control socket (no network involved)."""
-    conf = str(lab.node_dir("resolver") / "unbound.conf")
-    out = []
-    for args in (["flush_zone", "."], ["flush_infra", "all"], ["flush_requestlist"]):
-        proc = lab.run("resolver", ["unbound-control", "-c", conf, *args], timeout=30)
-        out.append(f"$ unbound-control {' '.join(args)}\n{proc.stdout}{proc.stderr}")
-    (cell.path / "flush.txt").write_text("".join(out))
+    """Empty the resolver's caches with its control command (no network involved)."""
+    (cell.path / "flush.txt").write_text(node_driver(lab, "resolver").flush(lab, "resolver"))
+
+
+def node_driver(lab: Lab, node: str) -> Driver:
+    return driver(lab.state.nodes[node].server)
 
 
 # --- no-leak evidence --------------------------------------------------------------------
@@ -217,10 +188,15 @@ class LeakCheck:
 def _lab_data(params: dict[str, Any], per_node: dict[str, list[ZoneRef]], cores: int,
               zone_dir: Path) -> LabData:
     wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
+    topo = topology.load("resolver")
+    kinds = {n: driver(topo.node(n).server) for n in AUTH_NODES}
+    resolver = driver(topo.node("resolver").server)
     return LabData(
         zones=[], health_zone=per_node["tld"][0].name, node_zones=per_node,
-        node_options={"resolver": unbound_options(cores, params.get("unbound_options", {})),
-                      **{n: {"server": NO_RRL} for n in AUTH_NODES}},
+        node_options={"resolver": resolver.resolver_options(
+                          cores, params.get(f"{resolver.kind}_options", {})),
+                      # authoritative servers answer the resolver at any rate
+                      **{n: kinds[n].no_rate_limit_options() for n in AUTH_NODES}},
         sysctls={}, extra_binds=[zone_dir], wan=wan)
 
 

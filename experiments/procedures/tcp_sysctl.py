@@ -47,6 +47,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
+from dnslab.servers import driver
 from experiments.procedures import perf
 
 SERVER_NODES = {"knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
@@ -70,11 +71,8 @@ def write_zone(run: Run, names: int) -> tuple[ZoneRef, Path]:
 
 
 def server_options(server: str, params: dict[str, Any]) -> dict[str, Any]:
-    if server == "nsd":  # no response rate limiting; room for every client's connection
-        return {"server": {"rrl-ratelimit": 0}, "tcp-count": max(100, 4 * params["clients"])}
-    if server == "bind":
-        return {"tcp-clients": max(150, 4 * params["clients"])}
-    return {}
+    """Room for every client's connection, and no response rate limiting."""
+    return driver(server).client_room_options(params["clients"])
 
 
 def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:

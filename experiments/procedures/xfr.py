@@ -23,9 +23,7 @@ cell (`calibration.json`) and in meta.json (`port_range_choice`); the prediction
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import json
-import re
 import sys
 import time
 from collections import deque
@@ -40,6 +38,7 @@ from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
+from dnslab.servers import driver
 from dnslab.sysctl import node_sysctls
 
 SECONDARY_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd"}
@@ -52,61 +51,6 @@ AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the 
 # slow machine's narrow range runs out because of TIME_WAIT, not because of open transfers
 MIN_AUTO_PORTS = 250
 MIN_RATE_SAMPLES = 5               # 1 Hz monitor samples for a rate from connection counts
-
-# What each secondary writes to its log for a finished transfer and a failed connect.
-LOG_EVENTS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
-    "bind": [
-        ("transfer_ok", re.compile(
-            r"transfer of '([^/']+)/IN' from \S+: Transfer completed: [1-9]\d* messages")),
-        ("connect_failed", re.compile(
-            r"transfer of '([^/']+)/IN' from \S+: failed to connect: address not available")),
-        ("transfer_failed", re.compile(
-            r"transfer of '([^/']+)/IN' from \S+: Transfer status: (?!success|address not av)")),
-    ],
-    "knot": [
-        ("transfer_ok", re.compile(r"\[([^\]]+)\] AXFR, incoming, remote \S+, finished")),
-        ("connect_failed", re.compile(
-            r"\[([^\]]+)\] .*(?:address (?:is )?not available|Cannot assign requested address)")),
-        ("transfer_failed", re.compile(r"\[([^\]]+)\] refresh, remote \S+, failed")),
-    ],
-    "nsd": [
-        ("transfer_ok", re.compile(r"zone (\S+?)\.? (?:serial \d+ )?is updated")),
-        ("connect_failed", re.compile(
-            r"(?:connect|xfrd).*?(?:Cannot assign requested address|address not available)"
-            r"(?:.*?zone (\S+))?")),
-        ("transfer_failed", re.compile(r"xfrd: zone (\S+?)\.? .*(?:failed|bad)")),
-    ],
-}
-
-
-class LogFollower:
-    """Reads the lines a daemon appends to its log and classifies them."""
-
-    def __init__(self, path: Path, server: str):
-        self.path = path
-        self.patterns = LOG_EVENTS[server]
-        self.offset = path.stat().st_size if path.exists() else 0
-        self.partial = ""
-
-    def poll(self) -> list[tuple[str, str]]:
-        if not self.path.exists():
-            return []
-        with open(self.path, errors="replace") as handle:
-            handle.seek(self.offset)
-            chunk = handle.read()
-            self.offset = handle.tell()
-        lines = (self.partial + chunk).split("\n")
-        self.partial = lines.pop()
-        events = []
-        for line in lines:
-            for event, pattern in self.patterns:
-                match = pattern.search(line)
-                if match:
-                    zone = next((g for g in match.groups() if g), "") if match.groups() else ""
-                    events.append((event, zone.rstrip(".")))
-                    break
-        return events
-
 
 @dataclass
 class ColdStartResult:
@@ -185,9 +129,8 @@ def check_transport(transport: str, server: str) -> None:
     if transport not in ("tcp", "tls"):
         raise LabError(f"transport {transport!r} is not a zone-transfer transport",
                        hint="TRANSPORTS=tcp,tls (tls: XoT)")
-    if transport == "tls" and server != "bind":
-        raise LabError(f"the packaged {server} cannot transfer zones over TLS (XoT)",
-                       hint="TRANSPORTS=tcp, or SECONDARY=bind for tls")
+    if transport == "tls":
+        driver(server).check_xot()
 
 
 def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server: str,
@@ -253,7 +196,7 @@ def _cold_start(cell: Cell, secondary: str, server: str, names: list[str],
     """Start the secondary and follow it until it serves every zone or the deadline passes."""
     lab = cell.lab
     assert lab is not None
-    follower = LogFollower(lab.log(secondary), server)
+    follower = driver(server).log_follower(lab.log(secondary))
     monitors = cell.monitor([secondary, "primary"])
     t0 = monitors.t0
     lab.start(secondary)
@@ -468,82 +411,6 @@ def zone_sweep(run: Run) -> None:
 
 # --- repeated single-zone cold starts: a TLD-size zone (xfr-tld), the smallest zone -------
 
-TRANSFER_STATS: dict[str, re.Pattern[str]] = {
-    # BIND: "Transfer completed: 47700 messages, 14000000 records, 691000000 bytes, 26.5 secs"
-    "bind": re.compile(r"Transfer completed: (?P<messages>\d+) messages, (?P<records>\d+) "
-                       r"records, (?P<bytes>\d+) bytes, (?P<secs>[\d.]+) secs"),
-    # Knot: "AXFR, incoming, remote 198.18.0.11@53, finished, 26.50 seconds, 47700 messages,
-    # 691000000 bytes"
-    "knot": re.compile(r"AXFR, incoming, remote \S+, finished, (?P<secs>[\d.]+) seconds, "
-                       r"(?P<messages>\d+) messages, (?P<bytes>\d+) bytes"),
-    # NSD: "received update to serial 1 at ... from 198.18.0.11 of 691000000 bytes in 26.5 seconds"
-    "nsd": re.compile(r"received update to serial \d+ .* of (?P<bytes>\d+) bytes in "
-                      r"(?P<secs>[\d.e-]+) seconds"),
-}
-STATE_FILES = ("xfrd.state", "zone.list")
-
-# The secondary's own account of one AXFR: the log lines that open and close it, each with
-# the daemon's timestamp (BIND -g: "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[...]").
-_TIMESTAMP = (r"(?P<ts>\d{2}-[A-Z][a-z]{2}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-              r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)")
-TRANSFER_SPAN: dict[str, tuple[str, str]] = {
-    "bind": (r"zone {zone}/IN: Transfer started\.",
-             r"transfer of '{zone}/IN' from \S+: Transfer completed"),
-    "knot": (r"\[{zone}\.\] AXFR, incoming, remote \S+, started",
-             r"\[{zone}\.\] AXFR, incoming, remote \S+, finished"),
-    "nsd": (r"xfrd: zone {zone} .*(?:AXFR|xfr).*(?:request|started)",
-            r"zone {zone} .*received update"),
-}
-
-
-def _log_time(text: str) -> dt.datetime | None:
-    for fmt in ("%d-%b-%Y %H:%M:%S.%f", "%d-%b-%Y %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f%z",
-                "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return dt.datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-    return None
-
-
-def transfer_span(server: str, zone: str, log_text: str) -> dict[str, Any]:
-    """Start and end of the last AXFR of `zone` as the secondary logged them, the time
-    between them (None where the log has no timestamped line for it) and the resolution of
-    the log's clock (Knot's stderr log has whole seconds: its own duration, `log_secs`, is
-    the finer figure there)."""
-    opening, closing = (re.compile(_TIMESTAMP + r".*?" + p.format(zone=re.escape(zone)))
-                        for p in TRANSFER_SPAN[server])
-    starts = [m.group("ts") for m in opening.finditer(log_text)]
-    ends = [m.group("ts") for m in closing.finditer(log_text)]
-    start, end = (starts[-1] if starts else None), (ends[-1] if ends else None)
-    t0, t1 = (_log_time(start) if start else None), (_log_time(end) if end else None)
-    span = (t1 - t0).total_seconds() if t0 is not None and t1 is not None else None
-    fraction = re.search(r":\d{2}\.(\d+)", start or end or "")
-    return {"log_start": start, "log_end": end,
-            "log_span_s": round(span, 4) if span is not None else None,
-            "log_resolution_s": 10.0 ** -len(fraction.group(1)) if fraction else 1.0}
-
-
-def wipe_secondary(node_dir: Path) -> None:
-    """Leave the secondary with nothing on disk, as on a first start."""
-    import shutil
-
-    for sub in ("zones", "db", "xfr"):
-        shutil.rmtree(node_dir / sub, ignore_errors=True)
-        (node_dir / sub).mkdir()
-    for name in STATE_FILES:
-        (node_dir / name).unlink(missing_ok=True)
-    for journal in node_dir.glob("*.jnl"):
-        journal.unlink()
-
-
-def _transfer_stats(server: str, log_text: str) -> dict[str, float]:
-    found = list(TRANSFER_STATS[server].finditer(log_text))
-    if not found:
-        return {}
-    return {k: float(v) for k, v in found[-1].groupdict().items() if v is not None}
-
-
 def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repetitions: int,
                         poll_s: float, timeout_s: float) -> list[dict[str, Any]]:
     """Start the secondary cold `repetitions` times; time start -> first authoritative SOA.
@@ -555,11 +422,12 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
     assert lab is not None
     rows = []
     node_dir = lab.node_dir(secondary)
+    server_driver = driver(server)
     with open(cell.path / "repetitions.csv", "w", newline="") as handle:
         writer = None
         for rep in range(repetitions):
             lab.stop(secondary)
-            wipe_secondary(node_dir)
+            server_driver.wipe_state(node_dir)
             log_start = lab.log(secondary).stat().st_size if lab.log(secondary).exists() else 0
             start = time.monotonic()
             lab.start(secondary)
@@ -579,10 +447,10 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
             with open(lab.log(secondary), errors="replace") as log:
                 log.seek(log_start)
                 log_text = log.read()
-            stats = _transfer_stats(server, log_text)
+            stats = server_driver.transfer_stats(log_text)
             row = {"rep": rep, "delay_s": round(answered - start, 4) if answered else None,
                    "error_s": round(poll_s + (rtt or 0), 4),
-                   **transfer_span(server, zone.rstrip("."), log_text),
+                   **server_driver.transfer_span(zone.rstrip("."), log_text),
                    "log_secs": stats.get("secs"),
                    "messages": stats.get("messages"), "records": stats.get("records"),
                    "bytes": stats.get("bytes")}

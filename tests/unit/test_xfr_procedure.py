@@ -66,36 +66,6 @@ def test_transfer_rate_without_files_is_unknown(tmp_path):
                                            "transfers": 0, "monitor_samples": 0}
 
 
-BIND_LOG = """\
-23-Nov-2026 15:18:06.100 zone tld/IN: Transfer started.
-23-Nov-2026 15:18:06.101 transfer of 'tld/IN' from 198.18.0.11#53: connected using 198.18.0.12#41000
-23-Nov-2026 15:18:32.700 transfer of 'tld/IN' from 198.18.0.11#53: Transfer status: success
-23-Nov-2026 15:18:32.750 transfer of 'tld/IN' from 198.18.0.11#53: Transfer completed: \
-47700 messages, 14000000 records, 691000000 bytes, 26.649 secs (25929000 bytes/sec) (serial 1)
-"""
-# Knot 3.2's stderr log has whole seconds
-KNOT_LOG = """\
-2026-11-23T15:18:06+0000 info: [tld.] AXFR, incoming, remote 198.18.0.11@53, started
-2026-11-23T15:18:33+0000 info: [tld.] AXFR, incoming, remote 198.18.0.11@53, \
-finished, 27.50 seconds, 47700 messages, 691000000 bytes
-"""
-
-
-@pytest.mark.parametrize("server, log, span, resolution", [
-    ("bind", BIND_LOG, 26.65, 0.001), ("knot", KNOT_LOG, 27.0, 1.0)])
-def test_transfer_span_from_the_secondarys_own_log(server, log, span, resolution):
-    found = xfr.transfer_span(server, "tld", log)
-    assert found["log_span_s"] == pytest.approx(span)
-    assert found["log_resolution_s"] == pytest.approx(resolution)
-    assert found["log_start"].endswith("06+0000" if server == "knot" else "06.100")
-
-
-def test_transfer_span_of_an_unfinished_transfer_is_none():
-    found = xfr.transfer_span("bind", "tld", BIND_LOG.splitlines()[0])
-    assert found["log_start"] and found["log_end"] is None and found["log_span_s"] is None
-    assert xfr.transfer_span("bind", "other", BIND_LOG)["log_start"] is None
-
-
 def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
     bind = {"log_span_s": 26.65, "log_resolution_s": 0.001, "log_secs": 26.649}
     knot = {"log_span_s": 27.0, "log_resolution_s": 1.0, "log_secs": 27.5}
