@@ -62,6 +62,9 @@ class LabData:
     # WAN emulation per node: {"delay_ms", "jitter_ms", "loss_pct"} on its eth1 output
     # (dnslab.wan; applied by lab.up on either runtime)
     wan: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the primary node the secondaries transfer from (a topology may offer one per server
+    # kind); None: the topology's first primary
+    primary: str | None = None
 
 
 @dataclass
@@ -145,6 +148,18 @@ def root_servers(topology: Topology) -> list[RootServer]:
     return [RootServer(f"{primary.name}.nodes.test.", str(primary.address))]
 
 
+def _primary(topology: Topology, data: LabData) -> Node | None:
+    if data.primary is not None:
+        chosen = topology.node(data.primary)
+        if chosen.role != "primary":
+            raise LabError(f"node {chosen.name!r} is a {chosen.role}, not a primary",
+                           hint="primaries: " + ", ".join(n.name for n in
+                                                          topology.by_role("primary")))
+        return chosen
+    primaries = topology.by_role("primary")
+    return primaries[0] if primaries else None
+
+
 def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node: Node) -> dict:
     secondaries = topology.by_role("secondary")
     backends_label = node.label("backends")
@@ -157,7 +172,7 @@ def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node
         "node_dir": str(rendered.node_dir(node.name)),
         "lan": str(LAN),
         "zones": rendered.zones_for(node),
-        "primary": topology.by_role("primary")[0] if topology.by_role("primary") else None,
+        "primary": _primary(topology, data),
         "secondaries": secondaries,
         "backends": backends,
         "health_zone": data.health_zone,

@@ -164,6 +164,10 @@ class Driver:
         """Response rate limiting off (where the packaged default has it on)."""
         return {}
 
+    def transfer_out_options(self, limit: int) -> dict[str, Any]:
+        """A primary that runs up to `limit` outgoing zone transfers at once (0: its default)."""
+        return {}
+
     def worker_options(self, count: int) -> dict[str, Any]:
         """Serve with `count` worker threads or processes (one per core it may use)."""
         return {}

@@ -31,6 +31,9 @@ class Bind(Driver):
     transfer_span_patterns = (r"zone {zone}/IN: Transfer started\.",
                               r"transfer of '{zone}/IN' from \S+: Transfer completed")
 
+    def transfer_out_options(self, limit: int) -> dict[str, Any]:
+        return {"transfers-out": limit} if limit else {}
+
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"workers": count}
 

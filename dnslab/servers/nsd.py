@@ -30,6 +30,9 @@ class Nsd(Driver):
                               r"zone {zone} .*received update")
     state_files = ("xfrd.state", "zone.list")
 
+    def transfer_out_options(self, limit: int) -> dict[str, Any]:
+        return {"tcp-count": limit} if limit else {}
+
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"server-count": count}
 

@@ -1,7 +1,8 @@
 """Zone-transfer procedures for F3 (seed 002): cold-start secondaries, zone-count sweeps.
 
-`cold_start`: a primary serves N small zones; one secondary (BIND, Knot or NSD) starts with
-nothing on disk and pulls them all. Every transfer is a TCP connection from the secondary,
+`cold_start`: a primary serves N small zones; one secondary starts with nothing on disk and
+pulls them all (any authoritative kind at either end: SECONDARY=, PRIMARY=; the lab's first
+primary by default). Every transfer is a TCP connection from the secondary,
 which closes it and keeps the socket in TIME_WAIT for 60 s; once TIME_WAIT holds every port
 of `ip_local_port_range`, connect() fails with "address not available". Each cell records
 zones served over time (verified by querying the secondary), the secondary's log events
@@ -34,14 +35,13 @@ from typing import Any
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 import zones
-from dnslab import probe
+from dnslab import probe, topology
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.sysctl import node_sysctls
 
-SECONDARY_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd"}
 PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
 SEED_PORT_RANGE = "32768 60999"   # the seed's (and Linux's) default ip_local_port_range
@@ -51,6 +51,66 @@ AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the 
 # slow machine's narrow range runs out because of TIME_WAIT, not because of open transfers
 MIN_AUTO_PORTS = 250
 MIN_RATE_SAMPLES = 5               # 1 Hz monitor samples for a rate from connection counts
+
+@dataclass(frozen=True)
+class Ends:
+    """The two ends of the transfers in a cell: the primary and the secondary node, each
+    with its server kind, and every primary and secondary node of the lab (`lab.up` holds
+    all but the chosen primary; the procedure starts the secondary itself)."""
+
+    primary: str
+    primary_kind: str
+    secondary: str
+    secondary_kind: str
+    primaries: tuple[str, ...]
+    secondaries: tuple[str, ...]
+
+    @property
+    def servers(self) -> list[str]:
+        return [*self.primaries, *self.secondaries]
+
+    def lab_data(self, zone_refs: list[ZoneRef], primary_options: dict[str, Any],
+                 secondary_options: dict[str, Any], **more: Any) -> LabData:
+        """The cell's lab: the zones on the chosen primary, none on the other primaries."""
+        unused = [n for n in self.primaries if n != self.primary]
+        return LabData(zones=zone_refs, health_zone=zone_refs[0].name, primary=self.primary,
+                       node_zones=dict.fromkeys(unused, []),
+                       node_options={self.primary: primary_options,
+                                     self.secondary: secondary_options}, **more)
+
+    def params(self) -> dict[str, str]:
+        return {"primary": self.primary_kind, "primary_node": self.primary,
+                "secondary": self.secondary_kind, "secondary_node": self.secondary}
+
+
+def _by_kind(run: Run, role: str) -> dict[str, str]:
+    """Server kind -> the lab's node of that kind in `role` (the first, in file order)."""
+    nodes: dict[str, str] = {}
+    for node in topology.load(run.spec.topology).by_role(role):
+        nodes.setdefault(node.server, node.name)
+    return nodes
+
+
+def ends(run: Run, secondary_kind: str) -> Ends:
+    """The primary PRIMARY= names (the lab's first primary when unset) and the secondary of
+    `secondary_kind`; a LabError naming the choices when the lab has no such node."""
+    primaries, secondaries = _by_kind(run, "primary"), _by_kind(run, "secondary")
+    primary_kind = run.params.get("primary") or next(iter(primaries), "")
+    for name, kind, nodes in (("PRIMARY", primary_kind, primaries),
+                              ("SECONDARY", secondary_kind, secondaries)):
+        if kind not in nodes:
+            raise LabError(f"{name}={kind!r}: lab {run.spec.topology!r} has no such "
+                           f"{name.lower()}", hint=f"{name}=" + " | ".join(nodes))
+    return Ends(primary=primaries[primary_kind], primary_kind=primary_kind,
+                secondary=secondaries[secondary_kind], secondary_kind=secondary_kind,
+                primaries=tuple(primaries.values()),
+                secondaries=tuple(secondaries.values()))
+
+
+def check_secondaries(run: Run, kinds: list[str]) -> None:
+    for kind in kinds:
+        ends(run, kind)
+
 
 @dataclass
 class ColdStartResult:
@@ -67,20 +127,20 @@ def _progress() -> Progress:
                     TextColumn("eta"), TimeRemainingColumn(), transient=False)
 
 
-def wait_primary_serves(cell: Cell, names: list[str], timeout: float) -> float:
+def wait_primary_serves(cell: Cell, primary: str, names: list[str], timeout: float) -> float:
     """Wait until the primary answers for every zone (evidence: SOA with AA)."""
     lab = cell.lab
     assert lab is not None
     start = time.monotonic()
     todo = list(names)
     while todo:
-        _, todo = probe.count_served(lab.netns("client"), lab.address("primary"), todo)
+        _, todo = probe.count_served(lab.netns("client"), lab.address(primary), todo)
         if todo and time.monotonic() - start > timeout:
             raise LabError(f"the primary still does not serve {len(todo)} of {len(names)} zones "
-                           f"after {timeout:.0f} s", hint=f"its log: {lab.log('primary')}")
-        if todo and not lab.alive("primary"):
+                           f"after {timeout:.0f} s", hint=f"its log: {lab.log(primary)}")
+        if todo and not lab.alive(primary):
             raise LabError("the primary exited while loading its zones",
-                           hint=f"its log: {lab.log('primary')}")
+                           hint=f"its log: {lab.log(primary)}")
     return time.monotonic() - start
 
 
@@ -125,12 +185,14 @@ def port_range_size(value: str | None) -> int | None:
     return high - low + 1
 
 
-def check_transport(transport: str, server: str) -> None:
+def check_transport(transport: str, *kinds: str) -> None:
+    """A transport both ends can use (tls: XoT needs it on the primary and the secondary)."""
     if transport not in ("tcp", "tls"):
         raise LabError(f"transport {transport!r} is not a zone-transfer transport",
                        hint="TRANSPORTS=tcp,tls (tls: XoT)")
     if transport == "tls":
-        driver(server).check_xot()
+        for kind in kinds:
+            driver(kind).check_xot()
 
 
 def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server: str,
@@ -138,32 +200,30 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
                         transport: str = "tcp", port_range: str | None = None) -> Cell | None:
     """One cold start; returns the finished cell (None when a resumed run already has it)."""
     params = run.params
-    secondary = SECONDARY_NODES[server]
+    pair = ends(run, server)
+    secondary = pair.secondary
     if run.finished(cell_id) is not None:
         return None
     sysctls = effective_sysctls(run, profile_name, port_range)
-    check_transport(transport, server)
+    check_transport(transport, pair.primary_kind, server)
     xot = {"xot": True} if transport == "tls" else {}
     # the effective sysctls are read back into meta.json; the figures carry the two that
     # decide the outcome (port range, TIME_WAIT cap)
-    cell_params = {"profile": profile_name, "secondary": server, "secondary_node": secondary,
+    cell_params = {"profile": profile_name, **pair.params(),
                    "zones": len(zone_refs), "transport": transport, **extra_params}
-    data = LabData(
-        zones=zone_refs, health_zone=zone_refs[0].name,
-        sysctls={secondary: sysctls},
-        node_options={"primary": {"notify": "no", **params.get("primary_options", {}), **xot},
-                      secondary: {**params.get(f"{server}_options", {}), **xot}},
-    )
+    data = pair.lab_data(zone_refs, primary_options(run, pair, xot),
+                         {**params.get(f"{server}_options", {}), **xot},
+                         sysctls={secondary: sysctls})
     if port_range:
         cell_params["port_range_set"] = port_range
     with run.cell(cell_id, cell_params) as cell:
-        lab = cell.up(data, hold=list(SECONDARY_NODES.values()))
+        lab = cell.up(data, hold=list(pair.servers))
         names = [z.name for z in zone_refs]
         cell.figures["primary_load_s"] = round(
-            wait_primary_serves(cell, names, params["deadline_s"]), 3)
+            wait_primary_serves(cell, pair.primary, names, params["deadline_s"]), 3)
         readback = lab.state.nodes[secondary].sysctls
         cell.figures["port_range"] = readback.get(PORT_RANGE_KEY)
-        result = _cold_start(cell, secondary, server, names, params)
+        result = _cold_start(cell, pair, names, params)
         monitors = cell.monitors
         assert monitors is not None
         monitors.stop()
@@ -191,13 +251,23 @@ def _column_max(path: Path, column: str) -> int | None:
     return max(values) if values else None
 
 
-def _cold_start(cell: Cell, secondary: str, server: str, names: list[str],
+def primary_options(run: Run, pair: Ends, xot: dict[str, Any]) -> dict[str, Any]:
+    """No NOTIFY (the secondary asks for every zone by itself, as on a cold start), the
+    outgoing-transfer limit in the primary's own option, its extra options, XoT."""
+    params = run.params
+    limit = driver(pair.primary_kind).transfer_out_options(int(params.get("transfers_out", 0)))
+    return {"notify": "no", **limit, **params.get(f"{pair.primary_kind}_primary_options", {}),
+            **xot}
+
+
+def _cold_start(cell: Cell, pair: Ends, names: list[str],
                 params: dict[str, Any]) -> ColdStartResult:
     """Start the secondary and follow it until it serves every zone or the deadline passes."""
     lab = cell.lab
     assert lab is not None
-    follower = driver(server).log_follower(lab.log(secondary))
-    monitors = cell.monitor([secondary, "primary"])
+    secondary = pair.secondary
+    follower = driver(pair.secondary_kind).log_follower(lab.log(secondary))
+    monitors = cell.monitor([secondary, pair.primary])
     t0 = monitors.t0
     lab.start(secondary)
     started = time.monotonic() - t0
@@ -362,12 +432,10 @@ def cold_start(run: Run) -> None:
     per sysctl profile and repetition."""
     params = run.params
     server = params["secondary"]
-    if server not in SECONDARY_NODES:
-        raise LabError(f"SECONDARY={server!r} is not a secondary this lab has",
-                       hint="SECONDARY=bind, knot or nsd")
+    pair = ends(run, server)
     transports = list(params["transports"])
     for transport in transports:
-        check_transport(transport, server)
+        check_transport(transport, pair.primary_kind, server)
     zone_refs = small_zone_refs(params["zones"], params["seed"])
     reps = int(params["repetitions"])
     run.plan(len(transports) * (len(params["profiles"]) * reps
@@ -387,10 +455,7 @@ def zone_sweep(run: Run) -> None:
     """xfr-zone-sweep: total time and time per zone against the number of zones, with the
     port range chosen as in xfr-30k-zones (calibrated on the largest count's zones)."""
     params = run.params
-    for server in params["secondaries"]:
-        if server not in SECONDARY_NODES:
-            raise LabError(f"{server!r} is not a secondary this lab has",
-                           hint="SECONDARIES=bind,knot,nsd")
+    check_secondaries(run, params["secondaries"])
     counts = list(params["counts"])
     run.plan(len(counts) * len(params["secondaries"]) + (params["port_range"] == "auto")
              * len(params["secondaries"]),
@@ -509,23 +574,20 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
     params = run.params
     run.plan(len(params["secondaries"]), per_cell_s=30 + params["repetitions"] * (
         5 + records / 100_000))
+    check_secondaries(run, params["secondaries"])
     for server in params["secondaries"]:
-        if server not in SECONDARY_NODES:
-            raise LabError(f"{server!r} is not a secondary this lab has",
-                           hint="SECONDARIES=bind,knot,nsd")
-        secondary = SECONDARY_NODES[server]
+        pair = ends(run, server)
+        secondary = pair.secondary
         if run.finished(f"secondary={server}") is not None:
             continue
-        data = LabData(zones=[zone_ref], health_zone=zone_ref.name,
-                       node_options={"primary": {"notify": "no"},
-                                     secondary: dict(params.get(f"{server}_options", {}))})
-        with run.cell(f"secondary={server}", {"secondary": server, "secondary_node": secondary,
-                                              "records": records,
+        data = pair.lab_data([zone_ref], {"notify": "no"},
+                             dict(params.get(f"{server}_options", {})))
+        with run.cell(f"secondary={server}", {**pair.params(), "records": records,
                                               "zone": zone_ref.name}) as cell:
-            lab = cell.up(data, hold=list(SECONDARY_NODES.values()))
+            lab = cell.up(data, hold=list(pair.servers))
             cell.figures["primary_load_s"] = round(
-                wait_primary_serves(cell, [zone_ref.name], load_timeout), 3)
-            cell.monitor([secondary, "primary"])
+                wait_primary_serves(cell, pair.primary, [zone_ref.name], load_timeout), 3)
+            cell.monitor([secondary, pair.primary])
             rows = repeated_cold_start(cell, secondary, server, zone_ref.name,
                                        params["repetitions"], params["poll_s"],
                                        params["timeout_s"])

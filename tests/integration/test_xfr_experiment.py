@@ -1,4 +1,5 @@
-"""xfr-30k-zones at SCALE=ci on both runtimes with real BIND and Knot secondaries.
+"""xfr-30k-zones at SCALE=ci on both runtimes with real BIND and Knot secondaries (and
+xfr-smallest with Knot and NSD primaries).
 
 The CI scale calibrates the secondary's rate on 400 zones and gives it the ports it uses in
 0.5 s (a few hundred) for 1,000 zones and the TIME_WAIT cap the same share of them
@@ -100,6 +101,18 @@ def test_smallest_zone_delay_is_measured_on_one_clock(results, runtime):
         assert figures["completed"] == 3
         assert all(d > 0 for d in figures["delays_s"])  # one clock: never negative
         assert 0 < figures["error_s"] < 0.5
+
+
+@pytest.mark.parametrize("primary, secondary", [("knot", "nsd"), ("nsd", "bind")])
+def test_any_authoritative_kind_can_be_the_primary(results, primary, secondary):
+    """PRIMARY= like SECONDARY=: a Knot or NSD primary feeds a cold secondary (netns: the
+    server kinds are the same on both runtimes, the parity test covers the runtimes)."""
+    run = experiment.run_experiment("xfr-smallest", [
+        "SCALE=ci", "RUNTIME=netns", f"PRIMARY={primary}", f"SECONDARIES={secondary}"])
+    figures = cell_figures(run)[f"secondary={secondary}"]
+    cell = json.loads((run.path / "meta.json").read_text())["cells"][f"secondary={secondary}"]
+    assert cell["params"]["primary"] == primary and cell["params"]["primary_node"] != "primary"
+    assert figures["completed"] == 3 and all(d > 0 for d in figures["delays_s"])
 
 
 # Parity: the same experiment on both runtimes. Counts the kernel decides (port range, the

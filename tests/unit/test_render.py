@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from dnslab import render, topology
+from dnslab.errors import LabError
 from tests.conftest import need_binary
 from zones.checks import check_zone_file
 
@@ -145,3 +146,27 @@ def test_a_bind_outside_the_node_visible_folders_is_refused(tmp_path):
     with pytest.raises(LabError) as err:
         render.render(topo, data, tmp_path)
     assert "/srv/elsewhere" in err.value.message and "build" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("primary, kind", [("pri-knot", "knot"), ("pri-nsd", "nsd")])
+def test_any_primary_kind_feeds_the_secondaries(tmp_path, primary, kind):
+    """PRIMARY=knot|nsd: the secondaries transfer from that node, the other primaries serve
+    nothing, and `notify: no` keeps the chosen primary quiet as BIND's option does."""
+    zone = tmp_path / "a.test.zone"
+    zone.write_text("$ORIGIN a.test.\n$TTL 60\n@ SOA ns h 1 60 60 60 60\n@ NS ns\n"
+                    "ns A 198.18.0.1\n")
+    topo = topology.load("xfr")
+    data = render.LabData(zones=[render.ZoneRef("a.test.", zone)], health_zone="a.test.",
+                          primary=primary, node_zones={"primary": []},
+                          node_options={primary: {"notify": "no"}})
+    lab = render.render(topo, data, tmp_path / "lab")
+    address = str(topo.node(primary).address)
+    assert f"primaries {{ {address}; }}" in (lab.node_dir("sec-bind") / "named.conf").read_text()
+    assert f"address: {address}@53" in (lab.node_dir("sec-knot") / "knot.conf").read_text()
+    assert f"request-xfr: {address} NOKEY" in (lab.node_dir("sec-nsd") / "nsd.conf").read_text()
+    conf = (lab.node_dir(primary) / ("knot.conf" if kind == "knot" else "nsd.conf")).read_text()
+    assert str(zone) in conf and "notify:" not in conf
+    assert 'zone "' not in (lab.node_dir("primary") / "named.conf").read_text()
+    with pytest.raises(LabError):
+        render.render(topo, render.LabData(zones=[], health_zone=".", primary="sec-knot"),
+                      tmp_path / "bad")

@@ -72,3 +72,27 @@ def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
     assert xfr.transfer_log_time(bind) == 26.65 and xfr.transfer_log_error(bind) == 0.001
     assert xfr.transfer_log_time(knot) == 27.5 and xfr.transfer_log_error(knot) == 0.01
     assert xfr.transfer_log_time({"log_span_s": None, "log_secs": None}) is None
+
+
+def _run(**params):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(spec=SimpleNamespace(topology="xfr"), params=params)
+
+
+def test_primary_and_secondary_are_chosen_by_server_kind():
+    pair = xfr.ends(_run(primary="knot"), "nsd")
+    assert (pair.primary, pair.secondary) == ("pri-knot", "sec-nsd")
+    assert pair.params()["primary"] == "knot" and "sec-bind" in pair.servers
+    assert xfr.ends(_run(), "bind").primary == "primary"  # the lab's first primary
+    with pytest.raises(LabError) as exc:
+        xfr.ends(_run(primary="unbound"), "bind")
+    assert exc.value.hint == "PRIMARY=bind | knot | nsd"
+    with pytest.raises(LabError):
+        xfr.ends(_run(), "dnsdist")
+
+
+def test_xot_needs_both_ends_to_have_it():
+    xfr.check_transport("tls", "bind", "bind")
+    with pytest.raises(LabError):
+        xfr.check_transport("tls", "knot", "bind")
