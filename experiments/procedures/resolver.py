@@ -15,8 +15,8 @@ sends, so a round trip to it takes that much longer; read back into meta.json pe
 `sld-dead`'s link loses everything (its names time out: SERVFAIL or lost queries).
 
 Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
-- `cache=cold,outstanding=<q>`: `trials` times: flush the cache (`unbound-control
-  flush_zone .`, `flush_infra all`, `flush_requestlist` over the unix control socket), then
+- `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
+  driver's `flush`: every cache and the request list, over its unix control socket), then
   one dnsperf pass over the `names`-name list (`-n 1 -q <q>`, as in the seed);
 - `cache=warm,outstanding=<q>`: `trials` times: flush, one pass to fill the cache (its
   figures are kept as `warmup_*`), then the measured run, the same one pass as cold (or,
@@ -29,7 +29,7 @@ can feed (`resperf_max_qps_used`).
 
 Files per cell: `trials.csv` (one row per trial: `trial` and the figures below),
 `dnsperf-<trial>.txt` (raw; warm cells also `dnsperf-warmup-<trial>.txt`), `flush.txt`
-(unbound-control output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
+(the flush commands' output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
 resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `resperf.csv` (columns `time_s`, `target_qps`, `actual_qps`, `responses_per_s`,
 `failures_per_s`, `avg_latency_s`, `connections_per_s`, `conn_latency_s`).
@@ -146,7 +146,7 @@ class LeakCheck:
             raise LabError("the resolver node cannot count packets leaving the lab: "
                            + exc.message,
                            hint="the leak check needs iptables: sudo apt-get install -y "
-                           "iptables (or: make setup); on clab rebuild the unbound image "
+                           "iptables (or: make setup); on clab rebuild the resolver's image "
                            "(make images)") from exc
         self.before = self._quiet()
 
@@ -224,7 +224,7 @@ def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
                           runs=None if duration_s else 1, duration_s=duration_s or None,
                           outstanding=q, timeout_s=params["timeout_s"])
     if not lab.alive("resolver"):
-        raise LabError("unbound exited under load", hint=f"its log: {lab.log('resolver')}")
+        raise LabError("the resolver exited under load", hint=f"its log: {lab.log('resolver')}")
     row = result.row()
     keep = ("qps", "sent", "completed", "lost", "run_time_s", "avg_latency_ms",
             "max_latency_ms", "rcode_NOERROR", "rcode_SERVFAIL", "rcode_NXDOMAIN",
