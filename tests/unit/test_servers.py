@@ -171,3 +171,51 @@ def test_front_end_and_resolver_settings_only_where_the_kind_has_them():
         driver("bind").resolver_options(4, {})
     with pytest.raises(LabError):
         driver("knot").refuse_all_options()
+
+
+class _FakeLab:
+    """The part of a Lab the driver's waits use: a node's log, liveness, address, netns."""
+
+    def __init__(self, log: Path, alive: bool = True):
+        self._log, self._alive = log, alive
+
+    def log(self, node):
+        return self._log
+
+    def alive(self, node):
+        return self._alive
+
+    def address(self, node):
+        return "198.18.0.12"
+
+    def netns(self, node):
+        return "/run/netns/none"
+
+
+def test_wait_for_log_returns_the_line_written_after_the_offset(tmp_path):
+    log = tmp_path / "n.log"
+    log.write_text("zone a.test loaded serial 1\n")
+    lab = _FakeLab(log)
+    since = log.stat().st_size
+    with open(log, "a") as handle:
+        handle.write("zone a.test loaded serial 2\n")
+    line = driver("nsd").wait_for_log(lab, "n", r"serial (\d+)", timeout=1, since=since)
+    assert line.endswith("serial 2")
+    with pytest.raises(LabError, match="logged no line"):
+        driver("nsd").wait_for_log(lab, "n", "never", timeout=0.1)
+    with pytest.raises(LabError, match="exited"):
+        driver("nsd").wait_for_log(_FakeLab(log, alive=False), "n", "never", timeout=5)
+
+
+def test_wait_for_serial_waits_for_that_serial(monkeypatch):
+    from types import SimpleNamespace
+
+    from dnslab import probe
+
+    serials = iter([None, 1, 2])
+    monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: SimpleNamespace(
+        serial=next(serials)))
+    assert driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 2, 5) >= 0
+    monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: None)
+    with pytest.raises(LabError, match="serial 3"):
+        driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 3, 0.05)
