@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from dnslab import cpus, paths
+from dnslab import cpus, paths, servers
 from dnslab import lab as lab_engine
 from dnslab.errors import LabError
 from dnslab.monitor import Monitors
@@ -48,7 +48,8 @@ from dnslab.sysctl import Profile, load_profile
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME"}
 ALIASES = {"profile": "profiles"}
-PACKAGES = ["bind9", "knot", "nsd", "dnsdist", "unbound", "dnsperf", "iproute2"]
+# host packages whose versions a run records: every server kind's (its driver's), the tools
+PACKAGES = [*(d.package for d in servers.drivers() if d.package), "dnsperf", "iproute2"]
 
 
 @dataclass
