@@ -14,6 +14,7 @@ The generic parts live here; a kind's module only sets attributes and overrides 
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import re
 import shutil
 import time
@@ -106,6 +107,9 @@ class Driver:
     # other commands a node of this kind needs on the netns runtime -> their package (those
     # in the daemon's own package need not be listed)
     commands: ClassVar[dict[str, str]] = {}
+    # files (glob patterns) the daemon needs that no command stands for, e.g. a plugin or a
+    # backend library -> their package
+    files: ClassVar[dict[str, str]] = {}
     # files rendered into the node folder from `topologies/templates/<kind>/<file>.j2`
     config_files: ClassVar[tuple[str, ...]] = ()
     # zone transfers over TLS (XoT, RFC 9103), as primary and as secondary
@@ -139,7 +143,9 @@ class Driver:
         needed = dict(self.commands)
         if self.binary and self.package:
             needed[self.binary] = self.package
-        return sorted({pkg for command, pkg in needed.items() if which(command) is None})
+        missing = {pkg for command, pkg in needed.items() if which(command) is None}
+        missing |= {pkg for pattern, pkg in self.files.items() if not glob.glob(pattern)}
+        return sorted(missing)
 
     def supports(self, role: str) -> bool:
         return role in self.roles

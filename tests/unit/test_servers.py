@@ -76,6 +76,14 @@ def test_missing_packages_are_the_debian_packages_of_what_is_not_on_the_path():
     assert driver("tools").missing_packages(present("dig", "kdig")) == ["dnsperf"]
 
 
+def test_a_file_no_command_stands_for_is_checked_too(tmp_path, monkeypatch):
+    knot = driver("knot")
+    monkeypatch.setattr(type(knot), "files", {str(tmp_path / "*.so"): "knot-module"})
+    assert knot.missing_packages(lambda name: name) == ["knot-module"]
+    (tmp_path / "mod.so").write_text("")
+    assert knot.missing_packages(lambda name: name) == []
+
+
 SECONDARY_LOGS = {
     "bind": [
         ("23-Nov-2026 15:18:32.750 transfer of 'z1.test/IN' from 198.18.0.11#53: Transfer "
