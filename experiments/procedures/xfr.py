@@ -69,6 +69,11 @@ class Ends:
     def servers(self) -> list[str]:
         return [*self.primaries, *self.secondaries]
 
+    @property
+    def held(self) -> list[str]:
+        """The nodes `lab.up` must not start: all but the chosen primary."""
+        return [n for n in self.servers if n != self.primary]
+
     def lab_data(self, zone_refs: list[ZoneRef], primary_options: dict[str, Any],
                  secondary_options: dict[str, Any], **more: Any) -> LabData:
         """The cell's lab: the zones on the chosen primary, none on the other primaries."""
@@ -217,7 +222,7 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
     if port_range:
         cell_params["port_range_set"] = port_range
     with run.cell(cell_id, cell_params) as cell:
-        lab = cell.up(data, hold=list(pair.servers))
+        lab = cell.up(data, hold=pair.held)
         names = [z.name for z in zone_refs]
         cell.figures["primary_load_s"] = round(
             wait_primary_serves(cell, pair.primary, names, params["deadline_s"]), 3)
@@ -584,7 +589,7 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
                              dict(params.get(f"{server}_options", {})))
         with run.cell(f"secondary={server}", {**pair.params(), "records": records,
                                               "zone": zone_ref.name}) as cell:
-            lab = cell.up(data, hold=list(pair.servers))
+            lab = cell.up(data, hold=pair.held)
             cell.figures["primary_load_s"] = round(
                 wait_primary_serves(cell, pair.primary, [zone_ref.name], load_timeout), 3)
             cell.monitor([secondary, pair.primary])

@@ -84,6 +84,7 @@ def test_primary_and_secondary_are_chosen_by_server_kind():
     pair = xfr.ends(_run(primary="knot"), "nsd")
     assert (pair.primary, pair.secondary) == ("pri-knot", "sec-nsd")
     assert pair.params()["primary"] == "knot" and "sec-bind" in pair.servers
+    assert "pri-knot" not in pair.held and {"primary", "pri-nsd", "sec-nsd"} <= set(pair.held)
     assert xfr.ends(_run(), "bind").primary == "primary"  # the lab's first primary
     with pytest.raises(LabError) as exc:
         xfr.ends(_run(primary="unbound"), "bind")
