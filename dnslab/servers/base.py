@@ -245,7 +245,7 @@ class Driver:
         import dns.message
         import dns.query
 
-        from dnslab.netns import in_netns
+        from dnslab.nsenter import in_netns
         from dnslab.probe import check_lab_address
 
         target = lab.address(node)
