@@ -115,25 +115,6 @@ def response_rows(lab: Lab, node: str, zone_set: zones.ZoneSet, server: str, rec
     return in_netns(lab.netns("client"), probe_all)
 
 
-def server_version(lab: Lab, node: str) -> str | None:
-    """What the server under test says it is (`version.bind CH TXT`), or None if it will not
-    say: it tells a BIND 9.16 image node from the host's BIND 9.18 in the results."""
-    target = lab.address(node)
-    check_lab_address(target)
-
-    def query() -> str | None:
-        message = dns.message.make_query("version.bind", "TXT", "CH")
-        try:
-            reply = dns.query.udp(message, target, timeout=2)
-        except (OSError, dns.exception.DNSException):
-            return None
-        texts = [b"".join(r.strings).decode(errors="replace") for rrset in reply.answer
-                 for r in rrset]
-        return texts[0] if texts else None
-
-    return in_netns(lab.netns("client"), query)
-
-
 def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Sizes of the largest TAC and APN answer (by modelled size), per source."""
     figures: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from typing import Any
 from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
+from dnslab.servers import driver
 
 FUNCTION_COLUMNS = ["change", "action", "name", "serial", "sync_s", "ok"]
 SOA_SERIAL = re.compile(r"^(@\s+(?:\d+\s+)?(?:IN\s+)?SOA\s+\S+\s+\S+\s+)(\d+)", re.MULTILINE)
@@ -29,11 +30,12 @@ def _bump_serial(text: str) -> tuple[str, int]:
 
 def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int,
                  timeout_s: float) -> list[dict[str, Any]]:
-    """The seed's function test: add, then delete, a record on the primary (new serial,
-    `rndc reload`, NOTIFY to the secondaries) and wait for the evidence on the server under
-    test: its SOA serial, then the record present (add) or gone (delete)."""
+    """The seed's function test: add, then delete, a record on the primary (new serial, a
+    zone reload by the primary's control command, NOTIFY to the secondaries) and wait for the
+    evidence on the server under test: its SOA serial, then the record present (add) or gone
+    (delete)."""
     rows: list[dict[str, Any]] = []
-    rndc = ["rndc", "-c", str(lab.node_dir("primary") / "rndc.conf")]
+    primary = driver(lab.state.nodes["primary"].server)
     for k in range(changes):
         name = f"dnslab-function-{k}.{origin}"
         for action in ("add", "delete"):
@@ -46,7 +48,7 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
             text, serial = _bump_serial(text)
             zone_file.write_text(text)
             start = time.monotonic()
-            lab.run("primary", [*rndc, "reload", origin.rstrip(".")], timeout=30)
+            primary.reload_zone(lab, "primary", origin)
             synced = None
             while time.monotonic() - start < timeout_s:
                 soa = probe.try_query_in(lab.netns("client"), lab.address(node), origin, "SOA")

@@ -95,10 +95,11 @@ from typing import Any
 import dns.rdatatype
 
 import zones
-from dnslab import cpus, paths
+from dnslab import cpus, paths, topology
 from dnslab.errors import LabError
 from dnslab.experiment import Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
+from dnslab.servers import driver, merge_options
 from dnslab.sysctl import node_sysctls
 from experiments import stairs
 from experiments.common import check_choice, write_rows
@@ -107,7 +108,6 @@ from experiments.responses import (
     RESPONSE_COLUMNS,
     response_figures,
     response_rows,
-    server_version,
     tcp_share_of,
     truncated_share,
 )
@@ -143,28 +143,23 @@ def _mix_without_missing_types(zone_set: zones.ZoneSet) -> Iterator[dict[str, fl
         queries.MOBILE_MIX.update(saved)
 
 
-def server_options(params: dict[str, Any], server: str, tuned: bool) -> dict[str, Any]:
-    """The server's node options: its base options, the UDP payload it may send, and, when
-    tuned, its tuned options."""
+def server_options(params: dict[str, Any], server: str, tuned: bool,
+                   kind: str | None = None) -> dict[str, Any]:
+    """The server's node options: its base options, the UDP payload it may send (in its
+    driver's words; `kind` is the node's server kind when the choice is an image variant),
+    and, when tuned, its tuned options."""
+    drv = driver(kind or server)
     opts: dict[str, Any] = dict(params.get(f"{server}_options") or {})
     payload = int(params["udp_payload"])
     if payload:
-        if server in ("bind", "bind916"):
-            opts.setdefault("max-udp-size", payload)
-            opts.setdefault("edns-udp-size", payload)
-        elif server == "knot":
-            opts.setdefault("server", {})
-            opts["server"] = {"udp-max-payload": payload, **opts["server"]}
-        elif server == "nsd":
-            opts.setdefault("server", {})
-            opts["server"] = {"ipv4-edns-size": payload, **opts["server"]}
+        opts = merge_options(drv.payload_options(payload), opts)
     if tuned:
-        for key, value in (params.get(f"{server}_tuned") or {}).items():
-            if key == "server" and isinstance(value, dict):
-                opts["server"] = {**opts.get("server", {}), **value}
-            else:
-                opts[key] = value
+        opts = drv.tuned_options(opts, params.get(f"{server}_tuned") or {})
     return opts
+
+
+def run_topology(run: Run) -> topology.Topology:
+    return topology.load(run.spec.topology)
 
 
 def placement_sets(placement: cpus.Placement, node: str) -> dict[str, str]:
@@ -252,7 +247,8 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
     profile_name = params["tuned_profile"] if tuned else params["untuned_profile"]
     server_sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
     client_sysctls = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
-    opts = server_options(params, server, tuned)
+    kind = run_topology(run).node(node).server
+    opts = server_options(params, server, tuned, kind)
     zone = zone_set.zones[0]
     function_on = float(params.get("function_s", 0)) > 0
     cell_id = f"server={server},records={records},tuning={tuning}"
@@ -280,7 +276,7 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
         cell.figures["zone_records"] = zone_set.manifest["totals"]["records"]
         cell.figures["server_sysctls"] = lab.state.nodes[node].sysctls
         cell.figures["client_sysctls"] = lab.state.nodes["client"].sysctls
-        cell.figures["server_version"] = server_version(lab, node)
+        cell.figures["server_version"] = driver(kind).version(lab, node)
 
         rows = response_rows(lab, node, zone_set, server, records, payload)
         write_rows(cell.path / "responses.csv", RESPONSE_COLUMNS, rows)
