@@ -177,6 +177,10 @@ def test_server_options_set_the_udp_payload_and_tuning_per_server() -> None:
     assert nsd["server"] == {"ipv4-edns-size": 1232} and "tcp-count" not in nsd
     plain = fallback.server_options({**BASE, "udp_payload": 0}, "bind", tuned=False)
     assert "max-udp-size" not in plain
+    # an image variant (bind916) speaks its server kind's options, with its own base options
+    variant = fallback.server_options({**BASE, "bind916_options": {"minimal_responses": "no"}},
+                                      "bind916", tuned=False, kind="bind")
+    assert variant == bind
 
 
 def test_the_before_mix_drops_aaaa_and_restores_the_module_mix(tmp_path) -> None:
