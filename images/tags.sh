@@ -27,6 +27,7 @@ table() {
     echo "nsd nsd nsd $NSD_VERSION"
     echo "dnsdist dnsdist dnsdist $DNSDIST_VERSION"
     echo "unbound unbound unbound $UNBOUND_VERSION"
+    echo "pdns pdns pdns-server $PDNS_VERSION"
     echo "tools tools dnsperf $DNSPERF_VERSION"
     echo "bind916 bind9-bullseye bind9 $BIND9_BULLSEYE_VERSION"
 }
