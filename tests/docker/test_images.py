@@ -369,6 +369,7 @@ VERSION_CMDS = {
     "nsd": ["nsd", "-v"],
     "dnsdist": ["dnsdist", "--version"],
     "unbound": ["unbound", "-V"],
+    "pdns": ["pdns_server", "--version"],
     "tools": ["dnsperf", "-h"],
 }
 

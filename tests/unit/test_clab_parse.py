@@ -25,7 +25,7 @@ BUILD_SCRIPT = REPO / "scripts" / "build-containerlab.sh"
 TAGS = REPO / "images" / "tags.sh"
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.clab.yml"))
 
-SERVER_KINDS = ("bind", "knot", "nsd", "dnsdist", "unbound", "tools")
+SERVER_KINDS = ("bind", "knot", "nsd", "dnsdist", "unbound", "pdns", "tools")
 # image kinds beyond the server kinds: a node names one with the label dnslab.image
 IMAGE_VARIANTS = {"bind916": "bind"}
 ROLES = ("primary", "secondary", "frontend", "resolver", "client")
