@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
+              pdns-server pdns-backend-bind
               dnsperf iproute2 procps iptables python3-venv
               # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
               libnetfilter-queue-dev gcc util-linux)
@@ -47,7 +48,8 @@ if (( ${#need_apt[@]} )); then
   # policy-rc.d kept the new services from starting; also keep them from starting at boot
   # (only the units of packages installed just now: a service the host had is left alone).
   if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-    declare -A unit_of=([bind9]=named [knot]=knot [nsd]=nsd [dnsdist]=dnsdist [unbound]=unbound)
+    declare -A unit_of=([bind9]=named [knot]=knot [nsd]=nsd [dnsdist]=dnsdist [unbound]=unbound
+                         [pdns-server]=pdns)
     for pkg in "${need_apt[@]}"; do
       [[ -n "${unit_of[$pkg]:-}" ]] && systemctl disable "${unit_of[$pkg]}" >/dev/null 2>&1 || true
     done

@@ -1,0 +1,52 @@
+"""PowerDNS Authoritative (the bind backend) as the lab's sixth server, on both runtimes: a
+cold-start secondary in xfr-30k-zones at SCALE=ci.
+
+PowerDNS runs out of ports in bind() ("Address already in use"), not in connect(): its
+driver counts that as the connect failure the seed saw. A zone whose SOA check at start
+goes unanswered waits 60 s, longer than the CI deadline, so the run without a port limit is
+asked for (almost) every zone, not every one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dnslab import experiment
+from tests.integration.conftest import analysed, cell_figures, verdict_statuses
+
+pytestmark = pytest.mark.integration
+
+
+def test_pdns_secondary_runs_out_of_ports_only_with_the_calibrated_range(results, runtime):
+    run = experiment.run_experiment("xfr-30k-zones", [
+        "SCALE=ci", f"RUNTIME={runtime}", "SECONDARY=pdns", "TRANSPORTS=tcp"])
+    analysed(run)
+    figures = cell_figures(run)
+    meta = json.loads((run.path / "meta.json").read_text())
+    ports = meta["port_range_choice"]["pdns,tcp"]["ports"]
+    calibration = figures["phase=calibrate,secondary=pdns,transport=tcp"]
+    assert calibration["zones_served"] == 400 and calibration["connect_failures"] == 0
+    default = figures["transport=tcp,profile=default"]
+    assert default["connect_failures"] > 0 and default["first_connect_failure_s"] is not None
+    assert default["tw_peak"] >= 0.95 * ports
+    # one transfer per port, then nothing until TIME_WAIT expires
+    assert default["zones_served"] <= ports < default["zones"]
+    wide = figures["transport=tcp,profile=wide-ports"]
+    assert wide["connect_failures"] == 0 and wide["zones_served"] >= 0.98 * wide["zones"]
+    assert wide["tw_peak"] > ports
+    capped = figures["transport=tcp,profile=tw-buckets-1000"]
+    assert capped["connect_failures"] == 0
+    assert capped["tw_peak"] <= int(capped["tw_buckets"]) + 5
+    statuses = verdict_statuses(run)
+    assert statuses["F3.default.connect-failures"] == "reproduced"
+    assert statuses["F3.wide-ports.no-failures"] == "reproduced"
+
+
+def test_pdns_does_not_offer_zone_transfers_over_tls(results):
+    from dnslab.errors import LabError
+
+    with pytest.raises(LabError) as exc:
+        experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns",
+                                                    "SECONDARY=pdns", "TRANSPORTS=tls"])
+    assert "TLS" in str(exc.value) and "TRANSPORTS=tcp" in exc.value.hint
