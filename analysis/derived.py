@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis.claim import require
 from analysis.rundata import Cell, Run
+from dnslab.counters import peak_growth, peak_rate
 from dnslab.errors import LabError
 
 TIME_WAIT_S = 60.0  # Linux keeps a closed connection's port in TIME_WAIT for 60 s
@@ -168,33 +169,9 @@ def cold_start(run: Run, cell: Cell) -> ColdStart:
         connect_failures=int(len(fails)),
         first_connect_failure_s=float(fails["t"].min()) if not fails.empty else None,
         tw_peak=float(mon["tcp_time_wait"].max()),
-        open_rate_per_s=peak_rate(mon, "tcp_active_opens", window_s=10.0),
-        attempts_per_tw=peak_growth(attempts, "n", window_s=TIME_WAIT_S),
+        open_rate_per_s=peak_rate(mon["t"], mon["tcp_active_opens"], window_s=10.0),
+        attempts_per_tw=peak_growth(attempts["t"], attempts["n"], window_s=TIME_WAIT_S),
     )
-
-
-def _windows(mon: pd.DataFrame, column: str, window_s: float):
-    """(seconds, increase) of a cumulative counter over every window of at most `window_s`
-    that starts at a sample and ends at the last sample inside it."""
-    mon = mon.sort_values("t")
-    t = mon["t"].to_numpy(float)
-    v = mon[column].to_numpy(float)
-    for i in range(t.size):
-        j = int(np.searchsorted(t, t[i] + window_s, side="right")) - 1
-        if j > i:
-            yield t[j] - t[i], v[j] - v[i]
-
-
-def peak_growth(mon: pd.DataFrame, column: str, window_s: float) -> float:
-    """The largest increase of a cumulative counter within any `window_s` (the whole series
-    when it is shorter)."""
-    return max((grew for _, grew in _windows(mon, column, window_s)), default=0.0)
-
-
-def peak_rate(mon: pd.DataFrame, column: str, window_s: float) -> float:
-    """The highest increase of a cumulative counter per second over any `window_s` window."""
-    return max((grew / span for span, grew in _windows(mon, column, window_s) if span > 0),
-               default=0.0)
 
 
 def time_ports_used(run: Run, cell: Cell, ports: int) -> float | None:

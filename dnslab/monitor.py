@@ -9,6 +9,7 @@ and RSS (its whole process tree). Rows go to `monitor/<node>.csv` as they are ta
 interrupted run keeps what was measured. Beside them, `monitor/cores.csv` keeps every core's
 busy share per second (`t`, `cpu0`, `cpu1`, ...: % of that second the core was not idle,
 softirq included), which with disjoint CPU sets (dnslab/cpus.py) is each node's whole CPU use.
+The counters are sampled and the files read back by dnslab/counters.py.
 """
 
 from __future__ import annotations
@@ -21,79 +22,14 @@ from pathlib import Path
 
 import psutil
 
-from dnslab.cpus import CoreSampler, parse
+from dnslab.counters import sample_counters
+from dnslab.cpus import CoreSampler
 from dnslab.nsenter import in_netns
 
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
            "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total", "syn_retrans",
            "req_q_full_drops"]
-
-# /proc/net/tcp state codes
-TCP_ESTABLISHED, TCP_SYN_SENT, TCP_TIME_WAIT = "01", "02", "06"
-
-
-def _snmp_table(text: str) -> dict[str, dict[str, int]]:
-    """Parse the header/value line pairs of /proc/net/snmp and /proc/net/netstat."""
-    tables: dict[str, dict[str, int]] = {}
-    lines = text.splitlines()
-    for header, values in zip(lines[::2], lines[1::2], strict=False):
-        name, _, keys = header.partition(":")
-        _, _, nums = values.partition(":")
-        tables[name] = {k: int(v) for k, v in zip(keys.split(), nums.split(), strict=False)}
-    return tables
-
-
-def _tcp_states(proc_net: Path) -> dict[str, int]:
-    counts = {TCP_ESTABLISHED: 0, TCP_SYN_SENT: 0, TCP_TIME_WAIT: 0, "total": 0}
-    for name in ("tcp", "tcp6"):
-        try:
-            with open(proc_net / name) as handle:
-                next(handle)
-                for line in handle:
-                    state = line.split(None, 4)[3]
-                    counts["total"] += 1
-                    if state in counts:
-                        counts[state] += 1
-        except FileNotFoundError:
-            continue
-    return counts
-
-
-def _sockstat_tw(proc_net: Path) -> int | None:
-    with open(proc_net / "sockstat") as handle:
-        for line in handle:
-            if line.startswith("TCP:"):
-                fields = line.split()
-                return int(fields[fields.index("tw") + 1])
-    return None
-
-
-def sample_counters() -> dict[str, int]:
-    """The network counters of the calling thread's namespace."""
-    proc_net = Path("/proc/thread-self/net")
-    snmp = _snmp_table((proc_net / "snmp").read_text())
-    netstat = _snmp_table((proc_net / "netstat").read_text())
-    states = _tcp_states(proc_net)
-    tw = _sockstat_tw(proc_net)
-    return {
-        "udp_in_errors": snmp["Udp"]["InErrors"],
-        "udp_rcvbuf_errors": snmp["Udp"].get("RcvbufErrors", 0),
-        "tcp_active_opens": snmp["Tcp"]["ActiveOpens"],
-        "tcp_passive_opens": snmp["Tcp"]["PassiveOpens"],
-        "retrans_segs": snmp["Tcp"]["RetransSegs"],
-        "listen_overflows": netstat["TcpExt"].get("ListenOverflows", 0),
-        "listen_drops": netstat["TcpExt"].get("ListenDrops", 0),
-        # SYNs this namespace sent again (a client whose SYN was dropped retries after 1 s)
-        "syn_retrans": netstat["TcpExt"].get("TCPSynRetrans", 0),
-        # connection requests dropped because the SYN queue was full (no syncookies)
-        "req_q_full_drops": netstat["TcpExt"].get("TCPReqQFullDrop", 0),
-        "tcp_estab": states[TCP_ESTABLISHED],
-        "tcp_syn_sent": states[TCP_SYN_SENT],
-        "tcp_time_wait": tw if tw is not None else states[TCP_TIME_WAIT],
-        "tcp_total": states["total"],
-    }
-
 
 class _ProcessTree:
     """CPU % and RSS of a daemon and its children (nsd forks workers). The pid is asked for
@@ -230,25 +166,3 @@ class Monitors:
             monitor.stop()
         if self.cores is not None:
             self.cores.stop()
-
-
-def mean_cpu(monitor_csv: Path, t_start: float, t_end: float) -> float | None:
-    """Mean `cpu_pct` of a node monitor's rows with t in (t_start, t_end]."""
-    if not monitor_csv.exists():
-        return None
-    with open(monitor_csv) as handle:
-        values = [float(r["cpu_pct"]) for r in csv.DictReader(handle)
-                  if r["cpu_pct"] and t_start < float(r["t"]) <= t_end]
-    return round(sum(values) / len(values), 1) if values else None
-
-
-def mean_cores(cores_csv: Path, cpu_set: str, t_start: float, t_end: float) -> float | None:
-    """Mean busy % of the cores in `cpu_set` over the rows of `cores.csv` with t in
-    (t_start, t_end]; None when the set is not placed ("" or "any") or nothing was sampled."""
-    if not cpu_set or cpu_set == "any" or not cores_csv.exists():
-        return None
-    columns = [f"cpu{c}" for c in parse(cpu_set)]
-    with open(cores_csv) as handle:
-        values = [float(r[c]) for r in csv.DictReader(handle)
-                  if t_start < float(r["t"]) <= t_end for c in columns if r.get(c)]
-    return round(sum(values) / len(values), 1) if values else None

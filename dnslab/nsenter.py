@@ -76,19 +76,3 @@ def in_netns(path: str, fn: Callable[[], T]) -> T:
     if "error" in result:
         raise result["error"]  # type: ignore[misc]
     return result["value"]  # type: ignore[return-value]
-
-
-def read_proc_in_netns(path: str, files: list[str]) -> dict[str, str | None]:
-    """Read /proc files as the namespace sees them (None when absent there)."""
-
-    def read() -> dict[str, str | None]:
-        values: dict[str, str | None] = {}
-        for name in files:
-            try:
-                with open(name) as handle:
-                    values[name] = handle.read()
-            except FileNotFoundError:
-                values[name] = None
-        return values
-
-    return in_netns(path, read)

@@ -1,15 +1,21 @@
-"""DNS probes sent from inside a lab node: health checks and "does it serve these zones".
+"""The lab's one DNS client: every query the lab itself sends (health checks, "does it serve
+these zones", answer sizes, version queries, serial waits) goes through here, on dnspython.
 
-Queries are built and parsed with dnspython and sent from a thread that joined the node's
-network namespace, so they never leave the lab.
+Queries are sent from the calling thread's network namespace; the `*_in` forms run them in a
+thread that joined a node's namespace (`nsenter.in_netns`), so they never leave the lab. Every
+target is checked by `check_lab_address` first. An `Answer` holds what the caller judges: the
+rcode, the AA and TC flags, dig-style section counts (OPT counted in the additional section),
+the SOA serial, TXT strings, and the size of the message *as received* (not re-encoded).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import dns.exception
 import dns.flags
@@ -20,8 +26,11 @@ import dns.rdatatype
 
 from dnslab.errors import LabError
 from dnslab.nsenter import in_netns
+from dnslab.wait import WaitTimeout, wait_until
 
 LAB_SPACE = [ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("127.0.0.0/8")]
+# what a query that got no answer raises
+UNANSWERED = (dns.exception.Timeout, OSError, TimeoutError)
 
 
 def check_lab_address(address: str) -> None:
@@ -34,110 +43,181 @@ def check_lab_address(address: str) -> None:
 
 @dataclass
 class Answer:
+    """One answer as received."""
+
     rcode: str
     authoritative: bool
-    answers: int
-    serial: int | None
-    size: int
+    answers: int  # records in the answer section
+    serial: int | None  # of an SOA in the answer section
+    size: int  # bytes of the DNS message as received
     truncated: bool
+    authority: int = 0
+    additional: int = 0  # OPT included, as dig counts it
+    texts: list[str] = field(default_factory=list)  # TXT strings in the answer section
 
 
-def query(server: str, name: str, rdtype: str = "SOA", timeout: float = 1.0,
-          tcp: bool = False, payload: int = 1232) -> Answer:
-    """One query from the current namespace; raises TimeoutError or OSError when unanswered."""
-    check_lab_address(server)
-    msg = dns.message.make_query(name, rdtype, use_edns=0, payload=payload)
-    if tcp:
-        reply = dns.query.tcp(msg, server, timeout=timeout)
-    else:
-        reply = dns.query.udp(msg, server, timeout=timeout, ignore_unexpected=True)
+class _Received:
+    """A socket that remembers how many bytes of DNS message it received: dnspython parses
+    the wire and drops it, and the lab reports sizes as the server sent them."""
+
+    def __init__(self, sock: socket.socket, tcp: bool):
+        self._sock, self._tcp = sock, tcp
+        self.size = 0
+
+    def recv(self, n: int) -> bytes:  # TCP: the 2-byte length, then the message
+        data = self._sock.recv(n)
+        self.size += len(data)
+        return data
+
+    def recvfrom(self, n: int) -> tuple[bytes, Any]:  # UDP: the last datagram is the answer
+        data, peer = self._sock.recvfrom(n)
+        self.size = len(data)
+        return data, peer
+
+    def message_size(self) -> int:
+        return self.size - 2 if self._tcp else self.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _answer(reply: dns.message.Message, size: int) -> Answer:
     serial = None
+    texts: list[str] = []
     for rrset in reply.answer:
         if rrset.rdtype == dns.rdatatype.SOA:
             serial = rrset[0].serial
+        elif rrset.rdtype == dns.rdatatype.TXT:
+            texts += [b"".join(r.strings).decode(errors="replace") for r in rrset]
     return Answer(
         rcode=dns.rcode.to_text(reply.rcode()),
         authoritative=bool(reply.flags & dns.flags.AA),
         answers=sum(len(r) for r in reply.answer),
         serial=serial,
-        size=len(reply.to_wire()),
+        size=size,
         truncated=bool(reply.flags & dns.flags.TC),
+        authority=sum(len(r) for r in reply.authority),
+        additional=sum(len(r) for r in reply.additional) + (1 if reply.edns >= 0 else 0),
+        texts=texts,
     )
 
 
+def query(server: str, name: str, rdtype: str = "SOA", timeout: float = 1.0,
+          tcp: bool = False, payload: int = 1232, *, port: int = 53, rdclass: str = "IN",
+          recursion: bool = True, edns: bool = True) -> Answer:
+    """One query from the current namespace (EDNS with `payload`, RD set unless `recursion`
+    is False); raises one of UNANSWERED when nothing answers."""
+    check_lab_address(server)
+    msg = dns.message.make_query(name, rdtype, rdclass, use_edns=0 if edns else False,
+                                 payload=payload)
+    if not recursion:
+        msg.flags &= ~dns.flags.RD
+    if tcp:
+        with socket.create_connection((server, port), timeout=timeout) as raw:
+            raw.setblocking(False)
+            sock = _Received(raw, tcp=True)
+            reply = dns.query.tcp(msg, server, timeout=timeout, sock=sock, ignore_trailing=True)
+    else:
+        family = socket.AF_INET6 if ":" in server else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as raw:
+            raw.setblocking(False)
+            sock = _Received(raw, tcp=False)
+            reply = dns.query.udp(msg, server, timeout=timeout, port=port, sock=sock,
+                                  ignore_unexpected=True, ignore_trailing=True,
+                                  ignore_errors=True)
+    return _answer(reply, sock.message_size())
+
+
 def query_in(netns: str, server: str, name: str, rdtype: str = "SOA",
-             timeout: float = 1.0, tcp: bool = False) -> Answer:
-    return in_netns(netns, lambda: query(server, name, rdtype, timeout, tcp))
+             timeout: float = 1.0, tcp: bool = False, **options: Any) -> Answer:
+    return in_netns(netns, lambda: query(server, name, rdtype, timeout, tcp, **options))
 
 
 def try_query_in(netns: str, server: str, name: str, rdtype: str = "SOA",
-                 timeout: float = 0.5) -> Answer | None:
+                 timeout: float = 0.5, **options: Any) -> Answer | None:
     """A query that returns None instead of raising when nothing answers yet."""
     try:
-        return query_in(netns, server, name, rdtype, timeout)
-    except (dns.exception.Timeout, OSError, TimeoutError):
+        return query_in(netns, server, name, rdtype, timeout, **options)
+    except UNANSWERED:
         return None
+
+
+def server_version(netns: str, server: str, timeout: float = 2.0) -> str | None:
+    """What a server says it is (`version.bind CH TXT`), or None if it will not say."""
+    answer = try_query_in(netns, server, "version.bind", "TXT", timeout, rdclass="CH",
+                          edns=False)
+    return answer.texts[0] if answer and answer.texts else None
+
+
+def wait_for_serial(netns: str, server: str, zone: str, serial: int, timeout: float,
+                    interval: float = 0.1) -> float | None:
+    """Seconds until `server` answers `zone`'s SOA with `serial` (None: not within
+    `timeout`)."""
+    start = time.monotonic()
+
+    def has_serial() -> bool:
+        soa = try_query_in(netns, server, zone, "SOA")
+        return soa is not None and soa.serial == serial
+
+    try:
+        wait_until(has_serial, timeout, f"serial {serial} of {zone} on {server}",
+                   interval=interval)
+    except WaitTimeout:
+        return None
+    return time.monotonic() - start
 
 
 def count_served(netns: str, server: str, zones: Iterable[str], timeout: float = 1.0,
                  parallel: int = 64) -> tuple[int, list[str]]:
+    """`count_served_here` from inside the namespace at `netns`."""
+    names = list(zones)
+    return in_netns(netns, lambda: count_served_here(server, names, timeout, parallel))
+
+
+def count_served_here(server: str, zones: Iterable[str], timeout: float = 1.0,
+                      parallel: int = 64, port: int = 53) -> tuple[int, list[str]]:
     """How many zones the server answers authoritatively (SOA, NOERROR, AA); and which not.
 
-    Runs in one thread inside the namespace with a single UDP socket and many queries in
-    flight, so checking 30,000 zones takes about a second.
+    One UDP socket with up to `parallel` queries in flight (each unanswered one asked up to
+    three times), so checking 30,000 zones takes about a second.
     """
     names = list(zones)
-
-    def run() -> tuple[int, list[str]]:
-        import selectors
-        import time
-
-        check_lab_address(server)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    check_lab_address(server)
+    destination = (server, port)
+    pending: dict[int, tuple[str, float, int]] = {}
+    served: set[str] = set()
+    todo = list(reversed(names))
+    attempts: dict[str, int] = {}
+    next_id = 1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.setblocking(False)
-        sel = selectors.DefaultSelector()
-        sel.register(sock, selectors.EVENT_READ)
-        pending: dict[int, tuple[str, float, int]] = {}
-        served: set[str] = set()
-        todo = list(reversed(names))
-        attempts: dict[str, int] = {}
-        next_id = 1
-        try:
-            while todo or pending:
-                while todo and len(pending) < parallel:
-                    name = todo.pop()
-                    msg = dns.message.make_query(name, "SOA")
-                    msg.id = next_id
-                    next_id = next_id % 65535 + 1
-                    sock.sendto(msg.to_wire(), (server, 53))
-                    pending[msg.id] = (name, time.monotonic(), attempts.get(name, 0))
-                for _key, _mask in sel.select(timeout=0.05):
-                    while True:
-                        try:
-                            wire = sock.recv(65535)
-                        except BlockingIOError:
-                            break
-                        try:
-                            reply = dns.message.from_wire(wire)
-                        except dns.exception.DNSException:
-                            continue
-                        entry = pending.pop(reply.id, None)
-                        if entry is None:
-                            continue
-                        if (reply.rcode() == dns.rcode.NOERROR and reply.flags & dns.flags.AA
-                                and reply.answer):
-                            served.add(entry[0])
-                now = time.monotonic()
-                for qid, (name, sent, tries) in list(pending.items()):
-                    if now - sent > timeout:
-                        del pending[qid]
-                        if tries < 2:
-                            attempts[name] = tries + 1
-                            todo.append(name)
-        finally:
-            sel.close()
-            sock.close()
-        missing = [n for n in names if n not in served]
-        return len(served), missing
-
-    return in_netns(netns, run)
+        while todo or pending:
+            while todo and len(pending) < parallel:
+                name = todo.pop()
+                msg = dns.message.make_query(name, "SOA")
+                msg.id = next_id
+                next_id = next_id % 65535 + 1
+                dns.query.send_udp(sock, msg, destination)
+                pending[msg.id] = (name, time.monotonic(), attempts.get(name, 0))
+            wait = 0.05
+            while True:  # every answer that arrived, waiting only for the first
+                try:
+                    reply, _ = dns.query.receive_udp(
+                        sock, destination, expiration=time.time() + wait,
+                        ignore_unexpected=True, ignore_errors=True)
+                except dns.exception.Timeout:
+                    break
+                wait = 0.0
+                entry = pending.pop(reply.id, None)
+                if entry is not None and (reply.rcode() == dns.rcode.NOERROR
+                                          and reply.flags & dns.flags.AA and reply.answer):
+                    served.add(entry[0])
+            now = time.monotonic()
+            for qid, (name, sent, tries) in list(pending.items()):
+                if now - sent > timeout:
+                    del pending[qid]
+                    if tries < 2:
+                        attempts[name] = tries + 1
+                        todo.append(name)
+    missing = [n for n in names if n not in served]
+    return len(served), missing

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dnslab.errors import LabError
+from dnslab.wait import WaitTimeout, wait_until
 
 IFACE = "eth1"
 QUEUE_NUM = 7
@@ -121,15 +122,17 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     (out / f"{node}.pid").write_text(str(proc.pid))
-    deadline = time.monotonic() + 10
-    while not stats.exists():  # evidence the queue is bound before any packet is queued
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise LabError(f"the WAN delayer for {node} did not start: "
-                           + (out / f"{node}.log").read_text().strip()[-300:],
-                           hint="it needs python NetfilterQueue and iptables-legacy "
-                                "(make setup)")
-        time.sleep(0.02)
+    try:  # the stats file is evidence the queue is bound before any packet is queued
+        wait_until(lambda: stats.exists() or proc.poll() is not None, 10,
+                   f"the WAN delayer for {node}", interval=0.02)
+    except WaitTimeout:
+        pass
+    if not stats.exists():
+        proc.kill()
+        raise LabError(f"the WAN delayer for {node} did not start: "
+                       + (out / f"{node}.log").read_text().strip()[-300:],
+                       hint="it needs python NetfilterQueue and iptables-legacy "
+                            "(make setup)")
     _in_ns(netns_path, ["iptables-legacy", "-w", "-A", "OUTPUT", "-o", IFACE, "-j",
                         "NFQUEUE", "--queue-num", str(QUEUE_NUM)])
     rules = _in_ns(netns_path, ["iptables-legacy", "-w", "-S", "OUTPUT"]).stdout.strip()
@@ -149,8 +152,7 @@ def read_stats(applied: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         try:
             done, _status = os.waitpid(pid, os.WNOHANG)  # our own child: reap it
             if done:
@@ -161,8 +163,12 @@ def _gone(pid: int, timeout: float) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        time.sleep(0.02)
-    return False
+        return False
+
+    try:
+        return wait_until(gone, timeout, f"process {pid} to end", interval=0.02)
+    except WaitTimeout:
+        return False
 
 
 def stop_all(lab_root: Path) -> list[str]:

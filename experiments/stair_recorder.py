@@ -10,10 +10,9 @@ import sys
 import time
 from typing import Any
 
+from dnslab.counters import deltas, mean_cores, mean_cpu, sample_in
 from dnslab.experiment import Cell
 from dnslab.lab import Lab
-from dnslab.monitor import mean_cores, mean_cpu, sample_counters
-from dnslab.nsenter import in_netns
 from experiments import stairs
 from experiments.common import write_rows
 from experiments.dnsload import DnsloadRunner
@@ -30,7 +29,7 @@ STAIR_COLUMNS = [*stairs.CSV_COLUMNS, "truncated_per_s", "throttled", "net_error
 
 
 def _counters(lab: Lab, node: str) -> dict[str, int]:
-    return in_netns(lab.netns(node), sample_counters)
+    return sample_in(lab.netns(node))
 
 
 def step_note(row: dict[str, Any], max_tat_ms: float) -> str:
@@ -78,9 +77,9 @@ class StepRecorder:
         ended = time.monotonic() - self.t0
         m = result.measure
         row = result.row()
-        row.update({k: after[k] - self.before[k] for k in [*COUNTERS, "req_q_full_drops"]})
-        row.update({column: client_after[key] - self.client_before[key]
-                    for column, key in CLIENT_COUNTERS.items()})
+        row.update(deltas(self.before, after, [*COUNTERS, "req_q_full_drops"]))
+        client = deltas(self.client_before, client_after, list(CLIENT_COUNTERS.values()))
+        row.update({column: client[key] for column, key in CLIENT_COUNTERS.items()})
         cores_csv = self.cell.path / "monitor" / "cores.csv"
         row.update({
             "truncated_per_s": round(m.truncated / m.seconds, 1) if m.seconds else None,

@@ -14,6 +14,7 @@ from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
 from dnslab.servers import driver
+from dnslab.wait import WaitTimeout, wait_until
 
 FUNCTION_COLUMNS = ["change", "action", "name", "serial", "sync_s", "ok"]
 SOA_SERIAL = re.compile(r"^(@\s+(?:\d+\s+)?(?:IN\s+)?SOA\s+\S+\s+\S+\s+)(\d+)", re.MULTILINE)
@@ -49,18 +50,33 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
             zone_file.write_text(text)
             start = time.monotonic()
             primary.reload_zone(lab, "primary", origin)
-            synced = None
-            while time.monotonic() - start < timeout_s:
-                soa = probe.try_query_in(lab.netns("client"), lab.address(node), origin, "SOA")
-                if soa is not None and soa.serial == serial:
-                    answer = probe.try_query_in(lab.netns("client"), lab.address(node), name,
-                                                "TXT")
-                    if answer is not None and (answer.answers == 1 if action == "add"
-                                               else answer.rcode == "NXDOMAIN"):
-                        synced = time.monotonic() - start
-                        break
-                time.sleep(0.1)
+            synced = _time_to_serve(lab, node, origin, serial, name, action == "add", start,
+                                    timeout_s)
             rows.append({"change": k, "action": action, "name": name, "serial": serial,
                          "sync_s": round(synced, 3) if synced is not None else None,
                          "ok": synced is not None})
     return rows
+
+
+def _time_to_serve(lab: Lab, node: str, origin: str, serial: int, name: str, present: bool,
+                   start: float, timeout_s: float) -> float | None:
+    """Seconds from `start` until `node` serves the new serial and then the record present
+    (or gone); None when not within `timeout_s` of `start`."""
+    netns, target = lab.netns("client"), lab.address(node)
+
+    def left() -> float:
+        return max(0.0, start + timeout_s - time.monotonic())
+
+    if probe.wait_for_serial(netns, target, origin, serial, left()) is None:
+        return None
+
+    def changed() -> bool:
+        answer = probe.try_query_in(netns, target, name, "TXT")
+        return answer is not None and (answer.answers == 1 if present
+                                       else answer.rcode == "NXDOMAIN")
+
+    try:
+        wait_until(changed, left(), f"{name} {'present' if present else 'gone'} on {node}")
+    except WaitTimeout:
+        return None
+    return time.monotonic() - start

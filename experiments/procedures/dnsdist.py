@@ -55,15 +55,14 @@ dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
 
 from __future__ import annotations
 
-import csv
 import time
 from pathlib import Path
 from typing import Any
 
 from dnslab import cpus, paths, topology
+from dnslab.counters import mean_cores, mean_cpu, read_monitor
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
-from dnslab.monitor import mean_cores, mean_cpu
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver, merge_options
 from experiments.procedures import perf
@@ -109,19 +108,15 @@ def sink_zone(run: Run) -> ZoneRef:
 
 def _monitor_stats(path: Path) -> dict[str, Any]:
     """Mean daemon CPU while it worked, and how much the UDP error counters grew."""
-    if not path.exists():
+    monitor = read_monitor(path)
+    if monitor is None or not monitor.rows:
         return {}
-    with open(path) as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows:
-        return {}
-    busy = [float(r["cpu_pct"]) for r in rows if r["cpu_pct"] and float(r["cpu_pct"]) > 5]
 
-    def grew(col: str) -> int | None:
-        vals = [int(r[col]) for r in rows if r[col]]
-        return vals[-1] - vals[0] if vals else None
+    def grew(column: str) -> int | None:
+        growth = monitor.series(column).growth()
+        return int(growth) if growth is not None else None
 
-    return {"server_cpu_pct": round(sum(busy) / len(busy), 1) if busy else None,
+    return {"server_cpu_pct": monitor.series("cpu_pct").mean_above(5),
             "udp_rcvbuf_errors": grew("udp_rcvbuf_errors"),
             "udp_in_errors": grew("udp_in_errors")}
 

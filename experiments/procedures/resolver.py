@@ -50,25 +50,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import zones
 from dnslab import topology
+from dnslab.counters import read_series, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
-from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver
 from dnslab.topology import LAN
+from dnslab.wait import wait_until
 from experiments.procedures import perf
 
 AUTH_NODES = ("root", "tld", "sld", "sld-slow", "sld-dead")
 TAIL_NODES = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
-# /proc/net follows the process's main thread; thread-self follows the probing thread
-SNMP = "/proc/thread-self/net/snmp"
 
 
 def internet(params: dict[str, Any]) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
@@ -118,12 +116,7 @@ def node_driver(lab: Lab, node: str) -> Driver:
 # --- no-leak evidence --------------------------------------------------------------------
 
 def _udp_counters(lab: Lab, node: str) -> dict[str, int]:
-    text = read_proc_in_netns(lab.netns(node), [SNMP])[SNMP] or ""
-    lines = [ln for ln in text.splitlines() if ln.startswith("Udp:")]
-    if len(lines) < 2:
-        return {}
-    keys, values = lines[0].split()[1:], lines[1].split()[1:]
-    return {k: int(v) for k, v in zip(keys, values, strict=False)}
+    return tables_in(lab.netns(node)).get("Udp", {})
 
 
 def _received(counters: dict[str, int]) -> int:
@@ -154,16 +147,16 @@ class LeakCheck:
         """Counters of every node, read when nothing moved for 0.3 s: a datagram in flight
         while they are read would be counted on one side only."""
         nodes = ("resolver", "client", *AUTH_NODES)
-        last = {n: _udp_counters(self.lab, n) for n in nodes}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
+        last: dict[str, dict[str, int]] | None = None
+
+        def unchanged() -> dict[str, dict[str, int]] | None:
+            nonlocal last
             now = {n: _udp_counters(self.lab, n) for n in nodes}
-            if now == last:
-                return now
-            last = now
-        raise LabError("the lab did not go quiet to read its UDP counters",
-                       hint="is something else sending inside the lab?")
+            quiet, last = now == last, now
+            return now if quiet else None
+
+        return wait_until(unchanged, timeout, "the lab to go quiet to read its UDP counters",
+                          interval=0.3, hint="is something else sending inside the lab?")
 
     def finish(self, cell: Cell) -> dict[str, Any]:
         lab = self.lab
@@ -206,15 +199,9 @@ def idle_nodes(per_node: dict[str, list[ZoneRef]]) -> list[str]:
 
 
 def _cpu(cell: Cell) -> float | None:
-    import csv
-
-    path = cell.path / "monitor" / "resolver.csv"
-    if not path.exists():
-        return None
-    with open(path) as handle:
-        busy = [float(r["cpu_pct"]) for r in csv.DictReader(handle)
-                if r["cpu_pct"] and float(r["cpu_pct"]) > 1]
-    return round(sum(busy) / len(busy), 1) if busy else None
+    """Unbound's mean CPU while it worked (the samples above 1 %)."""
+    series = read_series(cell.path / "monitor" / "resolver.csv", "cpu_pct")
+    return series.mean_above(1) if series else None
 
 
 def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,

@@ -42,18 +42,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dnslab.counters import deltas, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
-from dnslab.nsenter import read_proc_in_netns
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from experiments.procedures import perf
 
 SERVER_NODES = {"knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
 ZONE = "tcp.test."
-NETSTAT = "/proc/thread-self/net/netstat"
-SNMP = "/proc/thread-self/net/snmp"
 
 
 def write_zone(run: Run, names: int) -> tuple[ZoneRef, Path]:
@@ -76,16 +74,9 @@ def server_options(server: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
-    texts = read_proc_in_netns(lab.netns(node), [NETSTAT, SNMP])
-    found: dict[str, int] = {}
-    for text in texts.values():
-        lines = (text or "").splitlines()
-        for header, values in zip(lines[::2], lines[1::2], strict=False):
-            name = header.split(":")[0]
-            if name in ("TcpExt", "Tcp"):
-                found.update({f"{name}.{k}": int(v) for k, v in
-                              zip(header.split()[1:], values.split()[1:], strict=False)})
-    return found
+    tables = tables_in(lab.netns(node))
+    return {f"{name}.{key}": value for name in ("TcpExt", "Tcp")
+            for key, value in tables.get(name, {}).items()}
 
 
 COUNTERS = {"listen_overflows": "TcpExt.ListenOverflows", "listen_drops": "TcpExt.ListenDrops",
@@ -120,7 +111,8 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
     if not lab.alive(node):
         raise LabError(f"{node} exited under load", hint=f"its log: {lab.log(node)}")
     row = {"outstanding": outstanding, **result.row()}
-    row.update({k: after.get(v, 0) - before.get(v, 0) for k, v in COUNTERS.items()})
+    gained = deltas(before, after, list(COUNTERS.values()))
+    row.update({column: gained[key] for column, key in COUNTERS.items()})
     row["latency_file"] = latency.name if params["latency_histogram"] else ""
     return row
 

@@ -36,11 +36,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 import zones
 from dnslab import probe, topology
+from dnslab.counters import read_series
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
+from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.sysctl import node_sysctls
+from dnslab.wait import WaitTimeout, wait_until
 
 PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
@@ -138,14 +141,18 @@ def wait_primary_serves(cell: Cell, primary: str, names: list[str], timeout: flo
     assert lab is not None
     start = time.monotonic()
     todo = list(names)
-    while todo:
+
+    def serves_all() -> bool:
+        nonlocal todo
         _, todo = probe.count_served(lab.netns("client"), lab.address(primary), todo)
-        if todo and time.monotonic() - start > timeout:
-            raise LabError(f"the primary still does not serve {len(todo)} of {len(names)} zones "
-                           f"after {timeout:.0f} s", hint=f"its log: {lab.log(primary)}")
         if todo and not lab.alive(primary):
             raise LabError("the primary exited while loading its zones",
                            hint=f"its log: {lab.log(primary)}")
+        return not todo
+
+    wait_until(serves_all, timeout,
+               lambda: f"the primary to serve all {len(names)} zones ({len(todo)} still not)",
+               interval=0.0, hint=f"its log: {lab.log(primary)}")
     return time.monotonic() - start
 
 
@@ -232,7 +239,9 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
         monitors = cell.monitors
         assert monitors is not None
         monitors.stop()
-        tw_peak = _column_max(cell.path / "monitor" / f"{secondary}.csv", "tcp_time_wait")
+        time_wait = read_series(cell.path / "monitor" / f"{secondary}.csv", "tcp_time_wait")
+        peak = time_wait.max() if time_wait else None
+        tw_peak = int(peak) if peak is not None else None
         cell.figures.update({
             "zones": len(names),
             "port_range_size": port_range_size(readback.get(PORT_RANGE_KEY)),
@@ -246,14 +255,6 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
             "deadline_s": params["deadline_s"],
         })
     return cell
-
-
-def _column_max(path: Path, column: str) -> int | None:
-    if not path.exists():
-        return None
-    with open(path) as handle:
-        values = [int(row[column]) for row in csv.DictReader(handle) if row[column]]
-    return max(values) if values else None
 
 
 def primary_options(run: Run, pair: Ends, xot: dict[str, Any]) -> dict[str, Any]:
@@ -302,9 +303,9 @@ def _cold_start(cell: Cell, pair: Ends, names: list[str],
                 elif event == "transfer_ok":
                     transfers += 1
 
-        while True:
-            now = time.monotonic() - t0
-            read_log(now)
+        def all_served() -> bool:
+            nonlocal next_probe, served, done_at
+            read_log(time.monotonic() - t0)
             if time.monotonic() >= next_probe:
                 next_probe += 1.0
                 sample = [unconfirmed.popleft() for _ in range(min(batch, len(unconfirmed)))]
@@ -318,13 +319,17 @@ def _cold_start(cell: Cell, pair: Ends, names: list[str],
                 bar.update(task, completed=served)
                 if not unconfirmed:
                     done_at = time.monotonic() - t0
-                    break
-            if now - started > deadline:
-                break
+                    return True
             if not lab.alive(secondary):
                 raise LabError(f"{secondary} exited during the cold start",
                                hint=f"its log: {lab.log(secondary)}")
-            time.sleep(0.2)
+            return False
+
+        try:  # the deadline is not a failure: the cell records how far the secondary got
+            wait_until(all_served, deadline - (time.monotonic() - t0 - started),
+                       f"{secondary} to serve every zone", interval=0.2)
+        except WaitTimeout:
+            pass
         # the lines written since the last look (a fast cold start ends between two looks)
         read_log(time.monotonic() - t0)
     return ColdStartResult(
@@ -352,17 +357,16 @@ def transfer_rate(cell_dir: Path) -> dict[str, float | int | None]:
     out: dict[str, float | int | None] = {"connections_per_s": None, "transfers_per_s": None,
                                           "transfers": 0, "monitor_samples": 0}
     monitor = next((cell_dir / "monitor").glob("sec-*.csv"), None)
-    if monitor is not None:
-        with open(monitor) as handle:
-            rows = [(float(r["t"]), int(r["tcp_active_opens"])) for r in csv.DictReader(handle)
-                    if r["tcp_active_opens"]]
-        moving = [i for i in range(1, len(rows)) if rows[i][1] > rows[i - 1][1]]
+    opens = read_series(monitor, "tcp_active_opens") if monitor is not None else None
+    if opens is not None:
+        t, opened = opens.t, opens.values
+        moving = [i for i in range(1, len(t)) if opened[i] > opened[i - 1]]
         if moving:
             first, last = moving[0] - 1, moving[-1]
-            span = rows[last][0] - rows[first][0]
+            span = t[last] - t[first]
             out["monitor_samples"] = last - first + 1
             if span > 0:
-                out["connections_per_s"] = round((rows[last][1] - rows[first][1]) / span, 1)
+                out["connections_per_s"] = round((opened[last] - opened[first]) / span, 1)
     events = cell_dir / "xfr_events.csv"
     if events.exists():
         with open(events) as handle:
@@ -481,6 +485,28 @@ def zone_sweep(run: Run) -> None:
 
 # --- repeated single-zone cold starts: a TLD-size zone (xfr-tld), the smallest zone -------
 
+def _first_authoritative_soa(lab: Lab, secondary: str, zone: str, poll_s: float,
+                             timeout_s: float) -> tuple[float | None, float | None]:
+    """When (host monotonic clock) the secondary first answered the zone's SOA with AA, and
+    that query's round trip; (None, None) when not within `timeout_s`."""
+
+    def answered() -> tuple[float, float] | None:
+        sent = time.monotonic()
+        answer = probe.try_query_in(lab.netns("client"), lab.address(secondary), zone, "SOA",
+                                    timeout=0.2)
+        if answer and answer.rcode == "NOERROR" and answer.authoritative:
+            return time.monotonic(), time.monotonic() - sent
+        if not lab.alive(secondary):
+            raise LabError(f"{secondary} exited during the transfer",
+                           hint=f"its log: {lab.log(secondary)}")
+        return None
+
+    try:
+        return wait_until(answered, timeout_s, f"{zone} SOA from {secondary}", interval=poll_s)
+    except WaitTimeout:
+        return None, None
+
+
 def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repetitions: int,
                         poll_s: float, timeout_s: float) -> list[dict[str, Any]]:
     """Start the secondary cold `repetitions` times; time start -> first authoritative SOA.
@@ -501,19 +527,8 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
             log_start = lab.log(secondary).stat().st_size if lab.log(secondary).exists() else 0
             start = time.monotonic()
             lab.start(secondary)
-            answered = None
-            rtt = None
-            while time.monotonic() - start < timeout_s:
-                sent = time.monotonic()
-                answer = probe.try_query_in(lab.netns("client"), lab.address(secondary), zone,
-                                            "SOA", timeout=0.2)
-                if answer and answer.rcode == "NOERROR" and answer.authoritative:
-                    answered, rtt = time.monotonic(), time.monotonic() - sent
-                    break
-                if not lab.alive(secondary):
-                    raise LabError(f"{secondary} exited during the transfer",
-                                   hint=f"its log: {lab.log(secondary)}")
-                time.sleep(poll_s)
+            answered, rtt = _first_authoritative_soa(lab, secondary, zone, poll_s,
+                                                     timeout_s - (time.monotonic() - start))
             with open(lab.log(secondary), errors="replace") as log:
                 log.seek(log_start)
                 log_text = log.read()

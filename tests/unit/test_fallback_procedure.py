@@ -1,17 +1,9 @@
-"""Unit tests of the tcp-fallback procedure's parts that need no lab: the wire-level probe
-(against a loopback responder), the stair figures, server options, the query mix for a zone
-set without AAAA records, and the cache-curve figures."""
+"""Unit tests of the tcp-fallback procedure's parts that need no lab: the stair figures,
+server options, the query mix for a zone set without AAAA records, and the cache-curve
+figures."""
 
 from __future__ import annotations
 
-import socket
-import struct
-import threading
-from collections.abc import Iterator
-
-import dns.flags
-import dns.message
-import dns.rrset
 import pytest
 
 import zones
@@ -19,88 +11,6 @@ from dnslab.errors import LabError
 from experiments import cache_model, responses, stair_recorder, stairs
 from experiments.procedures import fallback, fallback_cache
 from zones import queries
-
-NAME = "tac-lb10.tac-hb10.tac.epc.example."
-RECORDS = 90
-
-
-def _naptr_answer(query: dns.message.Message) -> dns.message.Message:
-    reply = dns.message.make_response(query)
-    reply.flags |= dns.flags.AA
-    texts = [f'100 {35000 + i} "s" "x-3gpp-sgw:x-s5-gtp" "" _sgw.n{i:03d}.node.epc.example.'
-             for i in range(RECORDS)]
-    reply.answer.append(dns.rrset.from_text_list(NAME, 300, "IN", "NAPTR", texts))
-    return reply
-
-
-@pytest.fixture
-def responder() -> Iterator[int]:
-    """A loopback UDP+TCP responder with one big NAPTR RRset: UDP answers are truncated to
-    the query's EDNS size (TC=1, empty sections), TCP answers are complete."""
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind(("127.0.0.1", 0))
-    port = udp.getsockname()[1]
-    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.bind(("127.0.0.1", port))
-    tcp.listen(8)
-    stop = threading.Event()
-
-    def serve_udp() -> None:
-        udp.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                data, peer = udp.recvfrom(65535)
-            except TimeoutError:
-                continue
-            query = dns.message.from_wire(data)
-            reply = _naptr_answer(query)
-            wire = reply.to_wire(max_size=65535)
-            if len(wire) > query.payload:
-                reply.answer.clear()
-                reply.flags |= dns.flags.TC
-                wire = reply.to_wire()
-            udp.sendto(wire, peer)
-
-    def serve_tcp() -> None:
-        tcp.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = tcp.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                (length,) = struct.unpack("!H", responses._read_exact(conn, 2))
-                query = dns.message.from_wire(responses._read_exact(conn, length))
-                wire = _naptr_answer(query).to_wire(max_size=65535)
-                conn.sendall(struct.pack("!H", len(wire)) + wire)
-
-    threads = [threading.Thread(target=serve_udp, daemon=True),
-               threading.Thread(target=serve_tcp, daemon=True)]
-    for t in threads:
-        t.start()
-    yield port
-    stop.set()
-    for t in threads:
-        t.join(timeout=2)
-    udp.close()
-    tcp.close()
-
-
-def test_ask_measures_truncated_udp_and_full_tcp_answers(responder: int) -> None:
-    udp = responses.ask("127.0.0.1", NAME, "NAPTR", tcp=False, payload=4096, port=responder)
-    full = responses.ask("127.0.0.1", NAME, "NAPTR", tcp=True, payload=4096, port=responder)
-    assert udp.truncated and udp.answer == 0 and udp.additional == 1  # OPT only
-    assert not full.truncated and full.answer == RECORDS and full.rcode == "NOERROR"
-    assert full.size > 4096 > udp.size
-    # the size is the received wire length, which must equal the re-encoded message here
-    expected = _naptr_answer(dns.message.make_query(NAME, "NAPTR", use_edns=0, payload=4096))
-    assert full.size == len(expected.to_wire(max_size=65535))
-
-
-def test_ask_refuses_addresses_outside_the_lab() -> None:
-    with pytest.raises(Exception, match="not a lab address"):
-        responses.ask("192.0.2.1", NAME)
 
 
 def _measure(rate: float, *, tcp_ratio: float, max_ms: float, p99_ms: float,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench import bench_ceilings
+from dnslab.counters import mean_cores, mean_cpu
 from dnslab.errors import LabError
-from dnslab.monitor import mean_cores, mean_cpu
 from experiments.procedures.perf import parse_kxdpgun
 from experiments.stair_recorder import step_note
 
