@@ -93,19 +93,25 @@ def mobile_core(
     truncating: float = DEFAULT_TRUNCATING,
     seed: int = 1,
     payload: int = 4096,
+    mix: dict[str, float] | None = None,
 ) -> QueryFile:
-    """Mobile-core query mix over a "3gpp" zone set, written to `<set>/queries/`."""
+    """Mobile-core query mix over a "3gpp" zone set, written to `<set>/queries/`. `mix`
+    (default MOBILE_MIX) gives each record type's share; the shares are renormalised."""
     from zones import model  # dnspython zone loading only when needed
 
+    mix = dict(MOBILE_MIX if mix is None else mix)
+    if set(mix) != set(MOBILE_MIX):
+        raise LabError(f"a mobile-core mix gives shares for {', '.join(MOBILE_MIX)}",
+                       hint=f"got {', '.join(mix) or 'none'}")
     if zs.manifest.get("generator") != "3gpp":
         raise LabError("the mobile-core mix needs a 3gpp zone set", hint="dnslab-zones 3gpp")
     params = {
         "count": want_int({"count": count}, "count", 1, 100_000_000),
         "truncating": want_float({"truncating": truncating}, "truncating", 0.0,
-                                 MOBILE_MIX["NAPTR"]),
+                                 mix["NAPTR"]),
         "payload": want_int({"payload": payload}, "payload", 512, 65535),
         "zone_set": zs.set_id,
-        "mix": MOBILE_MIX,
+        "mix": mix,
     }
     seed = want_seed(seed)
     qdir = zs.path / "queries"
@@ -117,7 +123,7 @@ def mobile_core(
 
     z = zs.zones[0]
     zone = model.load_zone(z.path, z.fqdn)
-    owners: dict[str, list[str]] = {t: [] for t in MOBILE_MIX}
+    owners: dict[str, list[str]] = {t: [] for t in mix}
     for name, node in zone.nodes.items():
         for rds in node.rdatasets:
             t = dns.rdatatype.to_text(rds.rdtype)
@@ -138,8 +144,7 @@ def mobile_core(
             sizes[line.strip()] = {"size": m.size, "truncated": m.truncated}
 
     pools = [trunc_pool, plain_pool, other["SRV"], other["A"], other["AAAA"]]
-    probs = [truncating, MOBILE_MIX["NAPTR"] - truncating, MOBILE_MIX["SRV"], MOBILE_MIX["A"],
-             MOBILE_MIX["AAAA"]]
+    probs = [truncating, mix["NAPTR"] - truncating, mix["SRV"], mix["A"], mix["AAAA"]]
     for pool, pr, what in zip(pools, probs, ("truncating NAPTR", "non-truncating NAPTR",
                                              "SRV", "A", "AAAA"), strict=True):
         if pr > 0 and not pool:
@@ -152,7 +157,7 @@ def mobile_core(
         info = w.close()
 
     # the share is measured with the model over what was written, not assumed from the pools
-    by_type: dict[str, int] = {t: 0 for t in MOBILE_MIX}
+    by_type: dict[str, int] = {t: 0 for t in mix}
     truncated_lines = 0
     for pool, h in zip(pools, hits, strict=True):
         for line, n in zip(pool, h.tolist(), strict=False):

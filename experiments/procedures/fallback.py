@@ -88,8 +88,6 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import dns.rdatatype
@@ -121,26 +119,16 @@ SERVER_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd",
                 "bind916": "sec-bind916"}
 
 
-# --- query file -----------------------------------------------------------------------------
-
-@contextmanager
-def _mix_without_missing_types(zone_set: zones.ZoneSet) -> Iterator[dict[str, float]]:
+def mix_for(zone_set: zones.ZoneSet) -> dict[str, float]:
     """The mobile-core mix, with a zero share for record types the zone does not have (the
     `before` profile holds no AAAA records, and the mix generator refuses an empty pool); the
-    remaining shares are renormalised by the generator. Yields the mix as used."""
+    remaining shares are renormalised by the generator."""
     zone_file = zone_set.zones[0]
     present = {dns.rdatatype.to_text(rds.rdtype)
                for node in model.load_zone(zone_file.path, zone_file.fqdn).nodes.values()
                for rds in node.rdatasets}
-    saved = dict(queries.MOBILE_MIX)
-    for rdtype in saved:
-        if rdtype not in present:
-            queries.MOBILE_MIX[rdtype] = 0.0
-    try:
-        yield dict(queries.MOBILE_MIX)
-    finally:
-        queries.MOBILE_MIX.clear()
-        queries.MOBILE_MIX.update(saved)
+    return {rdtype: share if rdtype in present else 0.0
+            for rdtype, share in queries.MOBILE_MIX.items()}
 
 
 def server_options(params: dict[str, Any], server: str, tuned: bool,
@@ -366,10 +354,11 @@ def tcp_fallback(run: Run) -> None:
     for records in params["records"]:
         zone_set = zones.ensure("3gpp", {"profile": records, **(params.get("zone_params") or {})},
                                 seed=params["seed"])
-        with _mix_without_missing_types(zone_set) as mix:
-            qfile = queries.mobile_core(zone_set, count=int(params["queries"]),
-                                        truncating=float(params["truncating"]),
-                                        seed=params["seed"], payload=int(params["client_bufsize"]))
+        mix = mix_for(zone_set)
+        qfile = queries.mobile_core(zone_set, count=int(params["queries"]),
+                                    truncating=float(params["truncating"]),
+                                    seed=params["seed"], payload=int(params["client_bufsize"]),
+                                    mix=mix)
         if params["ceiling"]:
             run_ceiling(run, records, zone_set, qfile, placement)
         for server in servers:

@@ -93,14 +93,15 @@ def test_server_options_set_the_udp_payload_and_tuning_per_server() -> None:
     assert variant == bind
 
 
-def test_the_before_mix_drops_aaaa_and_restores_the_module_mix(tmp_path) -> None:
+def test_the_before_mix_drops_aaaa_and_leaves_the_module_mix_alone(tmp_path) -> None:
     before = dict(queries.MOBILE_MIX)
     zone_set = zones.ensure("3gpp", {"profile": "before", "tacs": 4, "apns": 2, "areas": 2},
                             seed=3, out_root=tmp_path)
-    with fallback._mix_without_missing_types(zone_set) as mix:
-        assert mix["AAAA"] == 0.0 and mix["NAPTR"] == before["NAPTR"]
-        qfile = queries.mobile_core(zone_set, count=2000, truncating=0.3, seed=3)
+    mix = fallback.mix_for(zone_set)
+    assert mix["AAAA"] == 0.0 and mix["NAPTR"] == before["NAPTR"]
+    qfile = queries.mobile_core(zone_set, count=2000, truncating=0.3, seed=3, mix=mix)
     assert queries.MOBILE_MIX == before
+    assert qfile.manifest["params"]["mix"] == mix
     types = {line.split()[1] for line in qfile.path.read_text().splitlines()}
     assert "AAAA" not in types and "NAPTR" in types
     assert qfile.manifest["measured"]["truncated_share"] == pytest.approx(0.3, abs=0.03)
