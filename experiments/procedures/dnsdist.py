@@ -65,7 +65,7 @@ from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver, merge_options
-from experiments.procedures import perf
+from experiments.procedures import kxdpgun, perf
 from zones import queries
 
 VARIANTS = ("ceiling", "untuned", "tuned")
@@ -204,12 +204,12 @@ def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any],
     assert lab is not None
     monitors = cell.monitor([server])
     generator = params["generator"]
-    remote_mac = perf.interface_mac(lab, server) if generator == "kxdpgun" else ""
+    remote_mac = kxdpgun.interface_mac(lab, server) if generator == "kxdpgun" else ""
     rows = []
     for trial in range(1, params["trials"] + 1):
         t_start = time.monotonic() - monitors.t0
         if generator == "kxdpgun":
-            result: Any = perf.kxdpgun(
+            result: Any = kxdpgun.kxdpgun(
                 lab, "client", lab.address(server), qfile, cell.path / f"kxdpgun-{trial}.txt",
                 duration_s=params["duration_s"], qps=params["flood_qps"],
                 cpu=cpus.parse(placement.generator)[0], remote_mac=remote_mac,

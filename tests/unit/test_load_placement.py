@@ -11,7 +11,7 @@ import pytest
 from bench import bench_ceilings
 from dnslab.counters import mean_cores, mean_cpu
 from dnslab.errors import LabError
-from experiments.procedures.perf import parse_kxdpgun
+from experiments.procedures.kxdpgun import parse_kxdpgun
 from experiments.stair_recorder import step_note
 
 KXDPGUN = """using interface eth1, XDP threads 1, UDP, native mode
