@@ -17,12 +17,12 @@ import datetime as dt
 import glob
 import re
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dnslab.errors import LabError
+from dnslab.wait import wait_until
 
 if TYPE_CHECKING:
     from dnslab.lab import Lab
@@ -241,27 +241,9 @@ class Driver:
 
     def version(self, lab: Lab, node: str, from_node: str = "client") -> str | None:
         """What the server says it is (`version.bind CH TXT`), or None if it will not say."""
-        import dns.exception
-        import dns.message
-        import dns.query
+        from dnslab import probe
 
-        from dnslab.nsenter import in_netns
-        from dnslab.probe import check_lab_address
-
-        target = lab.address(node)
-        check_lab_address(target)
-
-        def ask() -> str | None:
-            message = dns.message.make_query("version.bind", "TXT", "CH")
-            try:
-                reply = dns.query.udp(message, target, timeout=2)
-            except (OSError, dns.exception.DNSException):
-                return None
-            texts = [b"".join(r.strings).decode(errors="replace") for rrset in reply.answer
-                     for r in rrset]
-            return texts[0] if texts else None
-
-        return in_netns(lab.netns(from_node), ask)
+        return probe.server_version(lab.netns(from_node), lab.address(node))
 
     def wait_for_log(self, lab: Lab, node: str, pattern: str | re.Pattern[str],
                      timeout: float, since: int = 0) -> str:
@@ -271,33 +253,30 @@ class Driver:
         path = lab.log(node)
         follower = LogFollower(path, ())
         follower.offset = since
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def logged() -> str | None:
             for line in follower.lines():
                 if wanted.search(line):
                     return line
-            if time.monotonic() > deadline:
-                raise LabError(f"node {node!r} ({self.kind}) logged no line matching "
-                               f"{wanted.pattern!r} within {timeout:.0f} s",
-                               hint=f"its log: {path}")
             if not lab.alive(node):
                 raise LabError(f"node {node!r} ({self.kind}) exited", hint=f"its log: {path}")
-            time.sleep(0.05)
+            return None
+
+        return wait_until(logged, timeout, f"node {node!r} ({self.kind}) to log a line "
+                          f"matching {wanted.pattern!r}", interval=0.05,
+                          hint=f"its log: {path}")
 
     def wait_for_serial(self, lab: Lab, node: str, zone: str, serial: int, timeout: float,
                         from_node: str = "client") -> float:
         """Wait until the node answers `zone` SOA with `serial`; return the seconds it took."""
         from dnslab import probe
 
-        start = time.monotonic()
-        while True:
-            answer = probe.try_query_in(lab.netns(from_node), lab.address(node), zone, "SOA")
-            if answer is not None and answer.serial == serial:
-                return time.monotonic() - start
-            if time.monotonic() - start > timeout:
-                raise LabError(f"node {node!r} ({self.kind}) did not serve {zone} serial "
-                               f"{serial} within {timeout:.0f} s", hint=f"its log: {lab.log(node)}")
-            time.sleep(0.1)
+        took = probe.wait_for_serial(lab.netns(from_node), lab.address(node), zone, serial,
+                                     timeout)
+        if took is None:
+            raise LabError(f"node {node!r} ({self.kind}) did not serve {zone} serial "
+                           f"{serial} within {timeout:.0f} s", hint=f"its log: {lab.log(node)}")
+        return took
 
     # --- a secondary's transfers, from its log -------------------------------------------
 

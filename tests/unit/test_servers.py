@@ -209,7 +209,7 @@ def test_wait_for_log_returns_the_line_written_after_the_offset(tmp_path):
         handle.write("zone a.test loaded serial 2\n")
     line = driver("nsd").wait_for_log(lab, "n", r"serial (\d+)", timeout=1, since=since)
     assert line.endswith("serial 2")
-    with pytest.raises(LabError, match="logged no line"):
+    with pytest.raises(LabError, match="to log a line matching 'never'"):
         driver("nsd").wait_for_log(lab, "n", "never", timeout=0.1)
     with pytest.raises(LabError, match="exited"):
         driver("nsd").wait_for_log(_FakeLab(log, alive=False), "n", "never", timeout=5)
