@@ -18,7 +18,9 @@ not set it, to the number of ports the secondary uses in `failure_at_s` seconds 
 stays. `PORT_RANGE=seed` keeps the seed's exact 32768-60999; `PORT_RANGE="a b"` sets one.
 The calibration's raw files, the rate, the rule and the chosen range are in the calibration
 cell (`calibration.json`) and in meta.json (`port_range_choice`); the prediction itself
-(rate x 60 s against the ports) is left to the analysis, from those raw figures.
+(rate x 60 s against the ports) is left to the analysis, from those raw figures. The range
+arithmetic is experiments/port_range.py; the single-zone transfers (xfr-tld, xfr-smallest)
+are experiments/procedures/xfr_single.py.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -39,21 +40,22 @@ from dnslab import probe, topology
 from dnslab.counters import read_series
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
-from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.sysctl import node_sysctls
 from dnslab.wait import WaitTimeout, wait_until
+from experiments.port_range import (
+    MIN_RATE_SAMPLES,
+    PORT_RANGE_KEY,
+    SEED_PORT_RANGE,
+    TIME_WAIT_S,
+    TW_BUCKETS_KEY,
+    auto_port_range,
+    port_range_size,
+    transfer_rate,
+    tw_cap,
+)
 
-PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
-TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
-SEED_PORT_RANGE = "32768 60999"   # the seed's (and Linux's) default ip_local_port_range
-TIME_WAIT_S = 60                   # Linux's TCP_TIMEWAIT_LEN, not a sysctl
-AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the kernel's)
-# well above the transfers a secondary runs at once (BIND's transfers-in here: 100), so a
-# slow machine's narrow range runs out because of TIME_WAIT, not because of open transfers
-MIN_AUTO_PORTS = 250
-MIN_RATE_SAMPLES = 5               # 1 Hz monitor samples for a rate from connection counts
 
 @dataclass(frozen=True)
 class Ends:
@@ -170,31 +172,6 @@ def effective_sysctls(run: Run, profile_name: str, port_range: str | None = None
                                              int(sysctls[TW_BUCKETS_KEY]),
                                              port_range_size(sysctls.get(PORT_RANGE_KEY))))
     return sysctls
-
-
-def tw_cap(setting: Any, profile_cap: int, ports: int | None) -> int:
-    """The TIME_WAIT cap for a profile that sets one: `auto` keeps the profile's share of the
-    seed's port range (1000 of 28,232) in a narrower range, so the cap stays far below the
-    ports on any machine; a number is taken as it is; 0 or empty keeps the profile's value."""
-    if str(setting).strip() == "auto":
-        seed_ports = port_range_size(SEED_PORT_RANGE) or 1
-        if ports is None or ports >= seed_ports:
-            return profile_cap
-        return max(1, round(profile_cap * ports / seed_ports))
-    if setting in (None, "", 0, "0"):
-        return profile_cap
-    try:
-        return int(setting)
-    except (TypeError, ValueError):
-        raise LabError(f"TW_BUCKETS={setting!r} is not a number",
-                       hint="TW_BUCKETS=auto, 0 (the profile's value) or a count") from None
-
-
-def port_range_size(value: str | None) -> int | None:
-    if not value:
-        return None
-    low, high = (int(v) for v in value.split())
-    return high - low + 1
 
 
 def check_transport(transport: str, *kinds: str) -> None:
@@ -349,48 +326,6 @@ def small_zone_refs(count: int, seed: int) -> list[ZoneRef]:
 
 # --- the port range: calibrated to this machine, the seed's, or given ------------------------
 
-def transfer_rate(cell_dir: Path) -> dict[str, float | int | None]:
-    """The secondary's rates in a finished cold-start cell, from its raw files: TCP
-    connections opened per second (what uses ports; 1 Hz monitor, first to last sample with
-    growth) and transfers completed per second (log events, 10th to 90th percentile so the
-    start and the tail do not count)."""
-    out: dict[str, float | int | None] = {"connections_per_s": None, "transfers_per_s": None,
-                                          "transfers": 0, "monitor_samples": 0}
-    monitor = next((cell_dir / "monitor").glob("sec-*.csv"), None)
-    opens = read_series(monitor, "tcp_active_opens") if monitor is not None else None
-    if opens is not None:
-        t, opened = opens.t, opens.values
-        moving = [i for i in range(1, len(t)) if opened[i] > opened[i - 1]]
-        if moving:
-            first, last = moving[0] - 1, moving[-1]
-            span = t[last] - t[first]
-            out["monitor_samples"] = last - first + 1
-            if span > 0:
-                out["connections_per_s"] = round((opened[last] - opened[first]) / span, 1)
-    events = cell_dir / "xfr_events.csv"
-    if events.exists():
-        with open(events) as handle:
-            times = sorted(float(r["t"]) for r in csv.DictReader(handle)
-                           if r["event"] == "transfer_ok")
-        out["transfers"] = len(times)
-        if len(times) >= 10:
-            lo, hi = times[len(times) // 10], times[(9 * len(times)) // 10]
-            if hi > lo:
-                out["transfers_per_s"] = round(0.8 * len(times) / (hi - lo), 1)
-    return out
-
-
-def auto_port_range(connections_per_s: float, failure_at_s: float,
-                    seed_range: str = SEED_PORT_RANGE) -> str:
-    """The range whose ports the secondary uses up in `failure_at_s` seconds at the measured
-    rate (never wider than the seed's: a machine that fast exhausts the seed's range itself)."""
-    seed_ports = port_range_size(seed_range) or 0
-    ports = max(MIN_AUTO_PORTS, int(connections_per_s * failure_at_s))
-    if ports >= seed_ports:
-        return seed_range
-    return f"{AUTO_RANGE_LOW} {AUTO_RANGE_LOW + ports - 1}"
-
-
 def choose_port_range(run: Run, server: str, transport: str,
                       zone_refs: list[ZoneRef]) -> str | None:
     """The port range the cells of this transport get on the secondary (see the docstring)."""
@@ -481,156 +416,3 @@ def zone_sweep(run: Run) -> None:
         for server in params["secondaries"]:
             run_cold_start_cell(run, f"zones={count},secondary={server}", zone_refs, server,
                                 params["profiles"][0], {"count": count}, "tcp", ranges[server])
-
-
-# --- repeated single-zone cold starts: a TLD-size zone (xfr-tld), the smallest zone -------
-
-def _first_authoritative_soa(lab: Lab, secondary: str, zone: str, poll_s: float,
-                             timeout_s: float) -> tuple[float | None, float | None]:
-    """When (host monotonic clock) the secondary first answered the zone's SOA with AA, and
-    that query's round trip; (None, None) when not within `timeout_s`."""
-
-    def answered() -> tuple[float, float] | None:
-        sent = time.monotonic()
-        answer = probe.try_query_in(lab.netns("client"), lab.address(secondary), zone, "SOA",
-                                    timeout=0.2)
-        if answer and answer.rcode == "NOERROR" and answer.authoritative:
-            return time.monotonic(), time.monotonic() - sent
-        if not lab.alive(secondary):
-            raise LabError(f"{secondary} exited during the transfer",
-                           hint=f"its log: {lab.log(secondary)}")
-        return None
-
-    try:
-        return wait_until(answered, timeout_s, f"{zone} SOA from {secondary}", interval=poll_s)
-    except WaitTimeout:
-        return None, None
-
-
-def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repetitions: int,
-                        poll_s: float, timeout_s: float) -> list[dict[str, Any]]:
-    """Start the secondary cold `repetitions` times; time start -> first authoritative SOA.
-
-    Both instants are read on the host's monotonic clock: the error of one measurement is at
-    most one poll interval plus one query round trip, both recorded with it.
-    """
-    lab = cell.lab
-    assert lab is not None
-    rows = []
-    node_dir = lab.node_dir(secondary)
-    server_driver = driver(server)
-    with open(cell.path / "repetitions.csv", "w", newline="") as handle:
-        writer = None
-        for rep in range(repetitions):
-            lab.stop(secondary)
-            server_driver.wipe_state(node_dir)
-            log_start = lab.log(secondary).stat().st_size if lab.log(secondary).exists() else 0
-            start = time.monotonic()
-            lab.start(secondary)
-            answered, rtt = _first_authoritative_soa(lab, secondary, zone, poll_s,
-                                                     timeout_s - (time.monotonic() - start))
-            with open(lab.log(secondary), errors="replace") as log:
-                log.seek(log_start)
-                log_text = log.read()
-            stats = server_driver.transfer_stats(log_text)
-            row = {"rep": rep, "delay_s": round(answered - start, 4) if answered else None,
-                   "error_s": round(poll_s + (rtt or 0), 4),
-                   **server_driver.transfer_span(zone.rstrip("."), log_text),
-                   "log_secs": stats.get("secs"),
-                   "messages": stats.get("messages"), "records": stats.get("records"),
-                   "bytes": stats.get("bytes")}
-            rows.append(row)
-            if writer is None:
-                writer = csv.DictWriter(handle, fieldnames=list(row))
-                writer.writeheader()
-            writer.writerow(row)
-            handle.flush()
-    return rows
-
-
-FINE_LOG_S = 0.01  # a log clock this fine times an AXFR by its own lines
-
-
-def transfer_log_time(row: dict[str, Any]) -> float | None:
-    """One AXFR's time from the secondary's own log: the span between the lines that open and
-    close it when the log clock is fine enough, else the duration the daemon reports with it
-    (Knot's stderr log has whole seconds; its "finished, 27.50 seconds" has 10 ms)."""
-    span, resolution = row.get("log_span_s"), row.get("log_resolution_s") or 1.0
-    if span is not None and resolution <= FINE_LOG_S:
-        return float(span)
-    return float(row["log_secs"]) if row.get("log_secs") is not None else None
-
-
-def transfer_log_error(row: dict[str, Any]) -> float:
-    """The timing error of `transfer_log_time`: the log clock's resolution, or the 10 ms of
-    the daemon's own duration (BIND prints ms, Knot and NSD hundredths)."""
-    resolution = row.get("log_resolution_s") or 1.0
-    if row.get("log_span_s") is not None and resolution <= FINE_LOG_S:
-        return float(resolution)
-    return FINE_LOG_S
-
-
-def _summarise(rows: list[dict[str, Any]], records: int, timing: str) -> dict[str, Any]:
-    """The cell's figures: one time per repetition (`delays_s`) measured as `timing` says
-    (`transfer-log`: the secondary's own account of the AXFR; `start-to-soa`: daemon start to
-    the first authoritative SOA answer on the host clock), the raw alternatives beside."""
-    start_to_soa = [r["delay_s"] for r in rows if r["delay_s"] is not None]
-    from_log = [transfer_log_time(r) for r in rows]
-    delays = ([t for t in from_log if t is not None] if timing == "transfer-log"
-              else start_to_soa)
-    last = rows[-1] if rows else {}
-    return {"repetitions": len(rows), "completed": len(delays), "delays_s": delays,
-            "timing_source": timing, "start_to_soa_s": start_to_soa,
-            "xfr_log_span_s": [r["log_span_s"] for r in rows],
-            "xfr_log_secs": [r["log_secs"] for r in rows],
-            "error_s": max((r["error_s"] for r in rows), default=None)
-            if timing == "start-to-soa" else max(
-                (transfer_log_error(r) for r in rows), default=None),
-            "messages": last.get("messages"), "bytes": last.get("bytes"), "records": records}
-
-
-def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: float,
-                       timing: str) -> None:
-    params = run.params
-    run.plan(len(params["secondaries"]), per_cell_s=30 + params["repetitions"] * (
-        5 + records / 100_000))
-    check_secondaries(run, params["secondaries"])
-    for server in params["secondaries"]:
-        pair = ends(run, server)
-        secondary = pair.secondary
-        if run.finished(f"secondary={server}") is not None:
-            continue
-        data = pair.lab_data([zone_ref], {"notify": "no"},
-                             dict(params.get(f"{server}_options", {})))
-        with run.cell(f"secondary={server}", {**pair.params(), "records": records,
-                                              "zone": zone_ref.name}) as cell:
-            lab = cell.up(data, hold=pair.held)
-            cell.figures["primary_load_s"] = round(
-                wait_primary_serves(cell, pair.primary, [zone_ref.name], load_timeout), 3)
-            cell.monitor([secondary, pair.primary])
-            rows = repeated_cold_start(cell, secondary, server, zone_ref.name,
-                                       params["repetitions"], params["poll_s"],
-                                       params["timeout_s"])
-            cell.figures.update(_summarise(rows, records, timing))
-            lab.stop(secondary)
-
-
-def tld(run: Run) -> None:
-    """xfr-tld: AXFR of a TLD-scale zone into a cold secondary, repeated."""
-    params = run.params
-    zone_set = zones.ensure("tld", {"records": params["records"]}, seed=params["seed"])
-    zone = zone_set.zones[0]
-    _single_zone_cells(run, ZoneRef(zone.fqdn, zone.path), zone_set.manifest["totals"]["records"],
-                       params["timeout_s"], "transfer-log")
-
-
-def smallest(run: Run) -> None:
-    """xfr-smallest: SOA + NS, the transfer delay on one clock with its error bar."""
-    from dnslab.render import _environment
-
-    out = run.path / "zone"
-    out.mkdir()
-    path = out / "smallest.test.zone"
-    path.write_text(_environment().get_template("zones/smallest.zone.j2").render(
-        origin="smallest.test", serial=1))
-    _single_zone_cells(run, ZoneRef("smallest.test.", path), 2, 30, "start-to-soa")

@@ -6,39 +6,48 @@ from __future__ import annotations
 import pytest
 
 from dnslab.errors import LabError
+from experiments.port_range import (
+    MIN_AUTO_PORTS,
+    SEED_PORT_RANGE,
+    auto_port_range,
+    port_range_size,
+    transfer_rate,
+    tw_cap,
+)
 from experiments.procedures import xfr
+from experiments.procedures.xfr_single import transfer_log_error, transfer_log_time
 
 
 def test_auto_range_gives_the_ports_used_in_failure_at_s_at_the_measured_rate():
-    assert xfr.auto_port_range(400.0, 38.0) == "20000 35199"  # 15,200 ports
-    assert xfr.port_range_size(xfr.auto_port_range(400.0, 38.0)) == 15_200
-    assert xfr.auto_port_range(1000.0, 0.5) == "20000 20499"
-    assert xfr.auto_port_range(400.0, 0.5) == "20000 20249"  # 200 ports: raised to the minimum
+    assert auto_port_range(400.0, 38.0) == "20000 35199"  # 15,200 ports
+    assert port_range_size(auto_port_range(400.0, 38.0)) == 15_200
+    assert auto_port_range(1000.0, 0.5) == "20000 20499"
+    assert auto_port_range(400.0, 0.5) == "20000 20249"  # 200 ports: raised to the minimum
 
 
 def test_a_machine_as_fast_as_the_seeds_keeps_the_seeds_range():
     # 28,232 ports / 38 s = 743/s: at that rate the seed's own range is exhausted by itself
-    assert xfr.auto_port_range(743.0, 38.0) == xfr.SEED_PORT_RANGE
-    assert xfr.auto_port_range(5000.0, 38.0) == xfr.SEED_PORT_RANGE
+    assert auto_port_range(743.0, 38.0) == SEED_PORT_RANGE
+    assert auto_port_range(5000.0, 38.0) == SEED_PORT_RANGE
 
 
 def test_a_very_slow_machine_still_gets_a_usable_range():
-    assert xfr.port_range_size(xfr.auto_port_range(0.1, 1.0)) == xfr.MIN_AUTO_PORTS
+    assert port_range_size(auto_port_range(0.1, 1.0)) == MIN_AUTO_PORTS
 
 
 def test_the_time_wait_cap_keeps_the_profiles_share_of_the_seeds_range():
-    assert xfr.tw_cap("auto", 1000, 28_232) == 1000
-    assert xfr.tw_cap("auto", 1000, 14_116) == 500
-    assert xfr.tw_cap("auto", 1000, 250) == 9
-    assert xfr.tw_cap("auto", 1000, 10) == 1
-    assert xfr.tw_cap("auto", 1000, None) == 1000  # the kernel's own range
-    assert xfr.tw_cap(0, 1000, 250) == 1000
-    assert xfr.tw_cap("50", 1000, 250) == 50
+    assert tw_cap("auto", 1000, 28_232) == 1000
+    assert tw_cap("auto", 1000, 14_116) == 500
+    assert tw_cap("auto", 1000, 250) == 9
+    assert tw_cap("auto", 1000, 10) == 1
+    assert tw_cap("auto", 1000, None) == 1000  # the kernel's own range
+    assert tw_cap(0, 1000, 250) == 1000
+    assert tw_cap("50", 1000, 250) == 50
 
 
 def test_a_time_wait_cap_that_is_no_number_is_refused():
     with pytest.raises(LabError, match="TW_BUCKETS"):
-        xfr.tw_cap("many", 1000, 250)
+        tw_cap("many", 1000, 250)
 
 
 def _write(path, text):
@@ -53,7 +62,7 @@ def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
     events = ["t,event,zone"] + [f"{2 + i / 100:.2f},transfer_ok,z{i}" for i in range(900)]
     events.append("5.0,connect_failed,zx")
     _write(tmp_path / "xfr_events.csv", "\n".join(events) + "\n")
-    rate = xfr.transfer_rate(tmp_path)
+    rate = transfer_rate(tmp_path)
     assert rate["connections_per_s"] == pytest.approx(100.0, rel=0.01)
     assert rate["transfers"] == 900
     assert rate["transfers_per_s"] == pytest.approx(100.0, rel=0.02)
@@ -62,16 +71,16 @@ def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
 
 def test_transfer_rate_without_files_is_unknown(tmp_path):
     (tmp_path / "monitor").mkdir()
-    assert xfr.transfer_rate(tmp_path) == {"connections_per_s": None, "transfers_per_s": None,
+    assert transfer_rate(tmp_path) == {"connections_per_s": None, "transfers_per_s": None,
                                            "transfers": 0, "monitor_samples": 0}
 
 
 def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
     bind = {"log_span_s": 26.65, "log_resolution_s": 0.001, "log_secs": 26.649}
     knot = {"log_span_s": 27.0, "log_resolution_s": 1.0, "log_secs": 27.5}
-    assert xfr.transfer_log_time(bind) == 26.65 and xfr.transfer_log_error(bind) == 0.001
-    assert xfr.transfer_log_time(knot) == 27.5 and xfr.transfer_log_error(knot) == 0.01
-    assert xfr.transfer_log_time({"log_span_s": None, "log_secs": None}) is None
+    assert transfer_log_time(bind) == 26.65 and transfer_log_error(bind) == 0.001
+    assert transfer_log_time(knot) == 27.5 and transfer_log_error(knot) == 0.01
+    assert transfer_log_time({"log_span_s": None, "log_secs": None}) is None
 
 
 def _run(**params):
