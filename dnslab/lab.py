@@ -23,6 +23,7 @@ from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
 from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
 from dnslab.topology import Node
+from dnslab.wait import WaitTimeout, wait_until
 
 HEALTH_TIMEOUT_S = float(os.environ.get("DNSLAB_HEALTH_TIMEOUT", "30"))
 
@@ -145,7 +146,8 @@ class Lab:
         checks = {n: c for n, c in checks.items() if c is not None}
         start = time.monotonic()
         healthy: dict[str, float] = {}
-        while True:
+
+        def all_healthy() -> bool:
             for name, check in checks.items():
                 if name in healthy:
                     continue
@@ -157,18 +159,19 @@ class Lab:
                                             check.rdtype, timeout=0.3)
                 if answer and check.passed(answer.rcode):
                     healthy[name] = time.monotonic() - start
-            if len(healthy) == len(checks):
-                return healthy
-            if time.monotonic() - start > timeout:
-                late = [n for n in checks if n not in healthy]
-                name = late[0]
-                raise LabError(
-                    f"node {name!r} did not answer {checks[name].name} {checks[name].rdtype} "
-                    f"within {timeout:.0f} s" + (f" (also late: {', '.join(late[1:])})"
-                                                  if late[1:] else ""),
-                    hint=f"its log: {self.log(name)}", detail=log_tail(self.log(name)))
-            time.sleep(0.05)
+            return len(healthy) == len(checks)
 
+        try:
+            wait_until(all_healthy, timeout, "every node's health answer", interval=0.05)
+        except WaitTimeout:
+            late = [n for n in checks if n not in healthy]
+            name = late[0]
+            raise LabError(
+                f"node {name!r} did not answer {checks[name].name} {checks[name].rdtype} "
+                f"within {timeout:.0f} s" + (f" (also late: {', '.join(late[1:])})"
+                                              if late[1:] else ""),
+                hint=f"its log: {self.log(name)}", detail=log_tail(self.log(name))) from None
+        return healthy
 
 def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
     topo = rendered.topology

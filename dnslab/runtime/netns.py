@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from dnslab.runtime import rootfs
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.servers import driver
 from dnslab.topology import Topology
+from dnslab.wait import WaitTimeout, wait_until
 
 PREFIX = "dnslab-"
 # Settings every node gets: the lab is IPv4 only, so no IPv6 autoconfiguration chatter.
@@ -93,19 +93,26 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
     alive = [p for p in pids if _pid_alive(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.02)
-        alive = [p for p in alive if _pid_alive(p)]
+
+    def all_gone() -> bool:
+        alive[:] = [p for p in alive if _pid_alive(p)]
+        return not alive
+
+    try:
+        wait_until(all_gone, grace, "the node's processes to end", interval=0.02)
+        return
+    except WaitTimeout:
+        pass
     for pid in alive:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
-    while any(_pid_alive(p) for p in alive) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    try:
+        wait_until(all_gone, grace, "the node's processes to die", interval=0.02)
+    except WaitTimeout:
+        pass
 
 
 def apply_sysctls(rendered: RenderedLab, state: LabState) -> None:
