@@ -36,143 +36,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dnslab import cpus, paths, servers
 from dnslab import lab as lab_engine
 from dnslab.errors import LabError
+from dnslab.experiment_spec import (
+    ExperimentSpec,
+    load_spec,
+    parse_overrides,
+    resolve_params,
+    resume_params,
+)
 from dnslab.monitor import Monitors
 from dnslab.render import LabData
-from dnslab.results import CELLS, RunWriter, cell_dirname, read_meta
+from dnslab.results import CELLS, RunWriter, cell_dirname
 from dnslab.sysctl import Profile, load_profile
 
-RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME"}
-ALIASES = {"profile": "profiles"}
 # host packages whose versions a run records: every server kind's (its driver's), the tools
 PACKAGES = [*(d.package for d in servers.drivers() if d.package), "dnsperf", "iproute2"]
-
-
-@dataclass
-class ExperimentSpec:
-    name: str
-    path: Path
-    description: str
-    topology: str
-    procedure: str
-    findings: list[str]
-    params: dict[str, Any]
-    scales: dict[str, dict[str, Any]]
-
-
-def known_experiments() -> list[str]:
-    return sorted(p.stem for p in paths.EXPERIMENTS.glob("*.yaml"))
-
-
-def load_spec(name: str) -> ExperimentSpec:
-    if not name:
-        raise LabError("no experiment named", hint="EXP=<name>; known: "
-                       + ", ".join(known_experiments()))
-    path = paths.EXPERIMENTS / f"{name}.yaml"
-    if not path.exists():
-        raise LabError(f"unknown experiment {name!r}",
-                       hint="known experiments: " + ", ".join(known_experiments()))
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
-        raise LabError(f"{path}:{line}: experiment file does not parse: {exc.problem}",
-                       hint="fix the YAML at that line") from None
-    missing = [k for k in ("topology", "procedure", "params") if k not in raw]
-    if missing:
-        raise LabError(f"{path}: missing {', '.join(missing)}",
-                       hint="see docs/architecture.md for the experiment file format")
-    return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
-                          topology=raw["topology"], procedure=raw["procedure"],
-                          findings=list(raw.get("findings", [])), params=raw["params"],
-                          scales=raw.get("scales", {}))
-
-
-def _coerce(key: str, text: str, default: Any) -> Any:
-    try:
-        if isinstance(default, bool):
-            if text.lower() in ("1", "true", "yes", "on"):
-                return True
-            if text.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(text)
-        if isinstance(default, int):
-            return int(text)
-        if isinstance(default, float):
-            return float(text)
-        if isinstance(default, dict):
-            value = yaml.safe_load(text) if text.strip() else {}
-            if not isinstance(value, dict):
-                raise ValueError(text)
-            return value
-        if isinstance(default, list):
-            items = [t.strip() for t in text.split(",") if t.strip()]
-            if default and isinstance(default[0], int):
-                return [int(t) for t in items]
-            return items
-    except (ValueError, yaml.YAMLError):
-        raise LabError(f"{key.upper()}={text!r} is not a valid {type(default).__name__}",
-                       hint=f"the default is {default!r}") from None
-    return text
-
-
-def resolve_params(spec: ExperimentSpec, overrides: dict[str, str],
-                   scale: str | None) -> dict[str, Any]:
-    """Defaults, then the scale's values, then the command line's KEY=VALUE."""
-    params = dict(spec.params)
-    if scale and scale != "full":
-        if scale not in spec.scales:
-            raise LabError(f"experiment {spec.name!r} has no scale {scale!r}",
-                           hint="scales: full, " + ", ".join(spec.scales))
-        params.update(spec.scales[scale])
-    for raw_key, text in overrides.items():
-        key = ALIASES.get(raw_key.lower(), raw_key.lower())
-        if key not in params:
-            raise LabError(f"experiment {spec.name!r} has no parameter {raw_key!r}",
-                           hint="parameters: " + ", ".join(k.upper() for k in params))
-        params[key] = _coerce(key, text, spec.params.get(key, params[key]))
-    return params
-
-
-def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
-                  scale: str | None) -> tuple[Path, dict[str, Any], str | None]:
-    """The folder, parameters and scale of an interrupted run to continue: its own, always
-    (a KEY=VALUE that changes one would mix two experiments in one folder)."""
-    folder = folder if folder.is_absolute() else (Path.cwd() / folder)
-    if not (folder / "meta.json").exists():
-        raise LabError(f"RESUME={folder}: no meta.json there",
-                       hint="RESUME=results/<experiment>/<run-id> of an interrupted run")
-    meta = read_meta(folder)
-    if meta.get("experiment") != spec.name:
-        raise LabError(f"RESUME={folder} is a run of {meta.get('experiment')!r}, "
-                       f"not {spec.name!r}", hint=f"EXP={meta.get('experiment')}")
-    if meta.get("complete"):
-        raise LabError(f"RESUME={folder}: that run is complete", hint="nothing to resume")
-    stored_scale = None if meta.get("scale") in (None, "full") else meta.get("scale")
-    if scale and scale != (stored_scale or "full"):
-        raise LabError(f"SCALE={scale} differs from the run's scale {meta.get('scale')}",
-                       hint="leave SCALE out when resuming")
-    asked = resolve_params(spec, overrides, stored_scale)
-    changed = [k for k in overrides if asked.get(ALIASES.get(k.lower(), k.lower()))
-               != meta["params"].get(ALIASES.get(k.lower(), k.lower()))]
-    if changed:
-        raise LabError(f"a resumed run keeps its parameters; {', '.join(changed)} differ",
-                       hint="leave KEY=VALUE out when resuming, or start a new run")
-    return folder, dict(meta["params"]), stored_scale
-
-
-def parse_overrides(args: list[str]) -> dict[str, str]:
-    overrides = {}
-    for arg in args:
-        if "=" not in arg:
-            raise LabError(f"argument {arg!r} is not KEY=VALUE", hint="e.g. ZONES=10000")
-        key, value = arg.split("=", 1)
-        overrides[key.strip()] = value
-    return overrides
 
 
 def _versions() -> dict[str, str]:

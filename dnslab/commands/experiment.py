@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from dnslab import experiment as runner
+from dnslab import experiment_spec
 
 app = typer.Typer(help="Run experiments (experiments/<name>.yaml).", no_args_is_help=True)
 
@@ -40,6 +41,6 @@ def analyse(run_dir: Path) -> int:
 @app.command(name="list")
 def list_() -> None:
     """The known experiments with their one-line descriptions."""
-    for name in runner.known_experiments():
-        spec = runner.load_spec(name)
+    for name in experiment_spec.known_experiments():
+        spec = experiment_spec.load_spec(name)
         print(f"{name:<22} {', '.join(spec.findings):<8} {spec.description}")

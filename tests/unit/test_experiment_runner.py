@@ -7,17 +7,17 @@ import json
 import pytest
 
 from analysis.rundata import load_run
-from dnslab import experiment, paths
+from dnslab import experiment, experiment_spec, paths
 from dnslab.errors import LabError
 from dnslab.results import SCHEMA_VERSION
 from dnslab.runtime.base import LabState
 
 
 def test_every_experiment_file_loads_with_a_story_and_a_ci_scale():
-    names = experiment.known_experiments()
+    names = experiment_spec.known_experiments()
     assert "xfr-30k-zones" in names
     for name in names:
-        spec = experiment.load_spec(name)
+        spec = experiment_spec.load_spec(name)
         assert spec.description and spec.findings
         assert spec.path.read_text().startswith("#"), f"{name}: top comment tells the story"
         assert "ci" in spec.scales, f"{name} needs a SCALE=ci variant"
@@ -26,13 +26,13 @@ def test_every_experiment_file_loads_with_a_story_and_a_ci_scale():
 
 def test_unknown_experiment_lists_known_ones():
     with pytest.raises(LabError) as exc:
-        experiment.load_spec("nope")
+        experiment_spec.load_spec("nope")
     assert "xfr-30k-zones" in (exc.value.hint or "")
 
 
 def test_overrides_are_typed_by_their_defaults():
-    spec = experiment.load_spec("xfr-30k-zones")
-    params = experiment.resolve_params(
+    spec = experiment_spec.load_spec("xfr-30k-zones")
+    params = experiment_spec.resolve_params(
         spec, {"ZONES": "10000", "SECONDARY": "knot", "PROFILE": "default,wide-ports"}, None)
     assert params["zones"] == 10000
     assert params["secondary"] == "knot"
@@ -40,8 +40,8 @@ def test_overrides_are_typed_by_their_defaults():
 
 
 def test_scale_then_command_line():
-    spec = experiment.load_spec("xfr-30k-zones")
-    params = experiment.resolve_params(spec, {"ZONES": "500"}, "ci")
+    spec = experiment_spec.load_spec("xfr-30k-zones")
+    params = experiment_spec.resolve_params(spec, {"ZONES": "500"}, "ci")
     assert params["zones"] == 500
     assert params["failure_at_s"] == spec.scales["ci"]["failure_at_s"]
 
@@ -51,27 +51,27 @@ def test_scale_then_command_line():
     ({"ZONES": "many"}, "not a valid int"),
 ])
 def test_bad_overrides_get_one_clear_error(overrides, message):
-    spec = experiment.load_spec("xfr-30k-zones")
+    spec = experiment_spec.load_spec("xfr-30k-zones")
     with pytest.raises(LabError, match=message):
-        experiment.resolve_params(spec, overrides, None)
+        experiment_spec.resolve_params(spec, overrides, None)
 
 
 def test_unknown_scale_is_refused():
-    spec = experiment.load_spec("xfr-30k-zones")
+    spec = experiment_spec.load_spec("xfr-30k-zones")
     with pytest.raises(LabError, match="no scale"):
-        experiment.resolve_params(spec, {}, "huge")
+        experiment_spec.resolve_params(spec, {}, "huge")
 
 
 def test_parse_overrides_needs_key_value():
-    assert experiment.parse_overrides(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
+    assert experiment_spec.parse_overrides(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
     with pytest.raises(LabError):
-        experiment.parse_overrides(["oops"])
+        experiment_spec.parse_overrides(["oops"])
 
 
 def test_runs_get_their_own_folder_and_keep_interrupted_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
-    spec = experiment.load_spec("xfr-30k-zones")
-    params = experiment.resolve_params(spec, {}, "ci")
+    spec = experiment_spec.load_spec("xfr-30k-zones")
+    params = experiment_spec.resolve_params(spec, {}, "ci")
     first = experiment.Run(spec, params, "netns", False, ["make", "experiment"], "ci")
     second = experiment.Run(spec, params, "netns", False, ["make", "experiment"], "ci")
     assert first.path != second.path and first.path.parent == second.path.parent
@@ -110,8 +110,8 @@ def test_experiment_refuses_a_lab_that_is_up_and_says_what_it_saw(tmp_path, monk
 
 def _interrupted_run(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
-    spec = experiment.load_spec("xfr-30k-zones")
-    params = experiment.resolve_params(spec, {}, "ci")
+    spec = experiment_spec.load_spec("xfr-30k-zones")
+    params = experiment_spec.resolve_params(spec, {}, "ci")
     run = experiment.Run(spec, params, "netns", False, ["make", "experiment"], "ci")
     run.plan(2, per_cell_s=1)
     with run.cell("profile=default", {"profile": "default"}) as cell:
@@ -127,7 +127,7 @@ def _interrupted_run(tmp_path, monkeypatch):
 def test_a_resumed_run_keeps_finished_cells_and_sets_unfinished_ones_aside(tmp_path,
                                                                            monkeypatch):
     spec, first = _interrupted_run(tmp_path, monkeypatch)
-    folder, params, scale = experiment.resume_params(spec, first.path, {}, None)
+    folder, params, scale = experiment_spec.resume_params(spec, first.path, {}, None)
     assert folder == first.path and params == first.params and scale == "ci"
     again = experiment.Run(spec, params, "netns", False, ["make", "experiment"], scale,
                            resume=folder)
@@ -156,11 +156,11 @@ def test_resume_refuses_other_experiments_changed_parameters_and_finished_runs(
         tmp_path, monkeypatch):
     spec, first = _interrupted_run(tmp_path, monkeypatch)
     with pytest.raises(LabError, match="keeps its parameters"):
-        experiment.resume_params(spec, first.path, {"ZONES": "5"}, None)
+        experiment_spec.resume_params(spec, first.path, {"ZONES": "5"}, None)
     with pytest.raises(LabError, match="is a run of 'xfr-30k-zones'"):
-        experiment.resume_params(experiment.load_spec("xfr-tld"), first.path, {}, None)
+        experiment_spec.resume_params(experiment_spec.load_spec("xfr-tld"), first.path, {}, None)
     with pytest.raises(LabError, match="no meta.json"):
-        experiment.resume_params(spec, tmp_path / "nothing", {}, None)
+        experiment_spec.resume_params(spec, tmp_path / "nothing", {}, None)
     first.finish(complete=True)
     with pytest.raises(LabError, match="complete"):
-        experiment.resume_params(spec, first.path, {}, None)
+        experiment_spec.resume_params(spec, first.path, {}, None)
