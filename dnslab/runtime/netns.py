@@ -75,7 +75,8 @@ def _pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
             state = handle.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        # gone before or while its stat was read (a read after the exit is ESRCH)
         return False
     if state == "Z":
         try:
