@@ -1,4 +1,5 @@
-"""The netns runtime's preflight: missing packages and AppArmor get an exact fix, not a crash."""
+"""The netns runtime's preflight: missing packages and AppArmor get an exact fix, not a crash;
+and its process checks survive a process that exits under them."""
 
 from __future__ import annotations
 
@@ -58,3 +59,11 @@ def test_apparmor_error_gives_the_aa_complain_command(monkeypatch, tmp_path):
     with pytest.raises(LabError, match="AppArmor confines /usr/sbin/named") as exc:
         netns.NetnsRuntime().preflight(rendered)
     assert "sudo aa-complain /usr/sbin/named" in exc.value.hint
+
+
+def test_a_process_that_exits_while_its_stat_is_read_is_gone(monkeypatch):
+    def exited(*args, **kwargs):
+        raise ProcessLookupError(3, "No such process")  # what reading a dead pid's stat gives
+
+    monkeypatch.setattr("builtins.open", exited)
+    assert netns._pid_alive(4242) is False
