@@ -187,7 +187,9 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
         state.nodes[node.name] = NodeState(
             name=node.name, role=node.role, server=node.server, address=str(node.address),
             netns="", log=str(render.log_file(rendered.root, node.name)),
-            health=check.name if check else "", cpu_set=render.node_cpu_set(rendered, node))
+            health=check.name if check else "", cpu_set=render.node_cpu_set(rendered, node),
+            image=node.image, from_image=bool(node.label("image")),
+            mounts=render.node_mounts(rendered, node))
     return state
 
 

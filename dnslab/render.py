@@ -12,6 +12,7 @@ their own, `reference_data` gives the reference lab's small emulated internet.
 from __future__ import annotations
 
 import base64
+import copy
 import re
 import secrets
 import shutil
@@ -259,19 +260,29 @@ def node_cpu_set(rendered: RenderedLab, node: Node) -> str:
     return cpus.check(wanted, node.name) if wanted else ""
 
 
+def node_mounts(rendered: RenderedLab, node: Node) -> list[str]:
+    """The host folders a node sees at their own path: the node-visible roots, its own folder
+    when outside them, and the folders of zones outside them (a test's tmp dir). The clab
+    file binds them into the container; the netns runtime mounts them into an image node's
+    chroot."""
+    all_zones = [*rendered.data.zones, *(z for zs in rendered.data.node_zones.values() for z in zs)]
+    outside = sorted({str(z.path.parent.resolve()) for z in all_zones
+                      if not node_visible(z.path.parent)})
+    node_dir = rendered.node_dir(node.name)
+    own = [] if node_visible(node_dir) else [str(node_dir)]
+    return [str(r) for r in node_visible_roots()] + own + outside
+
+
 def write_clab_file(rendered: RenderedLab) -> Path:
     """The deployable containerlab file: the source topology plus binds, env, sysctls and
     each node's `cpu-set`.
 
     Nodes get `network-mode: none`: no management network, so a container's only route is
     the lab LAN on eth1 (as on the netns runtime) and no packet can leave the machine."""
-    topo = yaml.safe_load(rendered.topology.path.read_text())
-    all_zones = [*rendered.data.zones, *(z for zs in rendered.data.node_zones.values() for z in zs)]
+    topo = copy.deepcopy(rendered.topology.raw)
     for root in node_visible_roots():
         root.mkdir(parents=True, exist_ok=True)  # a fresh clone has no results/ yet
     roots = [str(r) for r in node_visible_roots()]
-    outside = sorted({str(z.path.parent.resolve()) for z in all_zones
-                      if not node_visible(z.path.parent)})
     for extra in rendered.data.extra_binds:
         if not node_visible(extra):
             raise LabError(f"{extra} is outside the folders every node sees",
@@ -279,8 +290,7 @@ def write_clab_file(rendered: RenderedLab) -> Path:
     for node in rendered.topology.nodes.values():
         spec = topo["topology"]["nodes"][node.name] or {}
         node_dir = str(rendered.node_dir(node.name))
-        own = [] if node_visible(Path(node_dir)) else [node_dir]
-        spec["binds"] = [f"{d}:{d}" for d in [*roots, *own, *outside]]
+        spec["binds"] = [f"{d}:{d}" for d in node_mounts(rendered, node)]
         spec["network-mode"] = "none"
         spec["env"] = {**(spec.get("env") or {}), "DNSLAB_NODE_DIR": node_dir,
                        "DNSLAB_LOG": str(log_file(rendered.root, node.name))}

@@ -2,7 +2,9 @@
 
 The topology files in `topologies/` are real containerlab files. What the lab needs beyond
 containerlab's own fields rides in node labels (`dnslab.role`, `dnslab.server`), so the same
-file deploys with containerlab and instantiates on the network-namespace runtime.
+file deploys with containerlab and instantiates on the network-namespace runtime. A node's
+fields are resolved as containerlab resolves them (`resolve_node`): `defaults` < `kinds` <
+`groups` < the node itself, so a file names each image once, in a group.
 
 Addressing has exactly one rule, here: the lab LAN is 198.18.0.0/24 (RFC 2544 benchmarking
 space, never routed) and the Nth linux node in file order gets 198.18.0.(10+N).
@@ -64,6 +66,12 @@ class Node:
     def label(self, key: str, default: str | None = None) -> str | None:
         return self.labels.get(f"dnslab.{key}", default)
 
+    @property
+    def image_kind(self) -> str:
+        """The image kind the node runs (images/tags.sh): its `dnslab.image` label (a
+        variant such as `bind916`), else its server kind."""
+        return self.label("image") or self.server
+
 
 @dataclass
 class Topology:
@@ -87,13 +95,38 @@ class Topology:
             )
         return found[0]
 
-    def node(self, name: str) -> Node:
-        if name not in self.nodes:
+    def node(self, name: str | None = None, *, role: str | None = None,
+             server: str | None = None) -> Node:
+        """A node by name, or the one node with this role and/or server.
+
+        `server` is a server kind (`bind`) or an image variant (`bind916`): it is matched
+        against each node's `image_kind`, so `server="bind"` never picks a node that runs a
+        variant image."""
+        if name is not None:
+            if name not in self.nodes:
+                raise LabError(
+                    f"lab {self.name!r} has no node {name!r}",
+                    hint="known nodes: " + ", ".join(self.nodes),
+                )
+            return self.nodes[name]
+        found = self.nodes_where(role=role, server=server)
+        wanted = " ".join(x for x in (server, role) if x) or "node"
+        if len(found) != 1:
             raise LabError(
-                f"lab {self.name!r} has no node {name!r}",
-                hint="known nodes: " + ", ".join(self.nodes),
+                f"lab {self.name!r} has {len(found) or 'no'} {wanted} node"
+                + (f"s ({', '.join(n.name for n in found)})" if found else ""),
+                hint=f"label exactly one node of {self.path.name} with "
+                + ", ".join(f"dnslab.{k}: {v}" for k, v in
+                            (("role", role), ("server", server)) if v),
             )
-        return self.nodes[name]
+        return found[0]
+
+    def nodes_where(self, *, role: str | None = None, server: str | None = None) -> list[Node]:
+        """The nodes with this role and/or server (an image kind, as in `node`), in file
+        order."""
+        return [n for n in self.nodes.values()
+                if (role is None or n.role == role)
+                and (server is None or n.image_kind == server)]
 
     @property
     def servers(self) -> set[str]:
@@ -136,6 +169,58 @@ def _fail(path: Path, what: str, hint: str) -> LabError:
     return LabError(f"{path}: {what}", hint=hint)
 
 
+# containerlab's node fields that are maps: merged over the levels, the more specific
+# level's keys winning (types/topology.go GetNodeLabels, GetNodeEnv, GetNodeSysctls)
+MAP_FIELDS = ("labels", "env", "sysctls")
+
+
+def resolve_node(topo: dict, name: str, where: Path | str = "topology") -> dict:
+    """A node's effective fields as containerlab resolves them: `defaults` < `kinds.<kind>` <
+    `groups.<group>` < the node (containerlab v0.69 types/topology.go).
+
+    Scalars (kind, image, cpu-set, ...) come from the most specific level that sets them, maps
+    (labels, env, sysctls) merge with the most specific keys winning, `binds` merge by
+    container path. The node's kind is its own, else its group's, else the group `defaults`
+    names, else the default kind; its group is its own, else its kind's, else the default
+    group."""
+    defaults = topo.get("defaults") or {}
+    kinds = topo.get("kinds") or {}
+    groups = topo.get("groups") or {}
+    spec = (topo.get("nodes") or {}).get(name) or {}
+
+    def group_spec(group: str | None) -> dict:
+        if group and group not in groups:
+            raise LabError(f"{where}: node {name!r} is in group {group!r}, which 'groups:' "
+                           "does not define",
+                           hint="define it under topology.groups or fix the node's group")
+        return (groups.get(group) or {}) if group else {}
+
+    kind = (spec.get("kind") or group_spec(spec.get("group")).get("kind")
+            or group_spec(defaults.get("group")).get("kind") or defaults.get("kind"))
+    group = spec.get("group") or (kinds.get(kind) or {}).get("group") or defaults.get("group")
+    levels = [defaults, kinds.get(kind) or {}, group_spec(group), spec]
+    resolved: dict = {}
+    for level in levels:
+        for key, value in level.items():
+            if key in MAP_FIELDS:
+                resolved[key] = {**resolved.get(key, {}), **(value or {})}
+            elif key == "binds":
+                by_target = {_bind_target(b): b for b in resolved.get("binds", [])}
+                by_target.update({_bind_target(b): b for b in value or []})
+                resolved["binds"] = list(by_target.values())
+            elif value not in (None, "", [], {}):
+                resolved[key] = value
+    resolved["kind"] = kind
+    if group:
+        resolved["group"] = group
+    return resolved
+
+
+def _bind_target(bind: str) -> str:
+    parts = str(bind).split(":")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
 def from_dict(raw: object, path: Path) -> Topology:
     """Build a Topology from parsed YAML, checking what the lab relies on."""
     if not isinstance(raw, dict) or "topology" not in raw:
@@ -146,10 +231,9 @@ def from_dict(raw: object, path: Path) -> Topology:
         raise _fail(path, f"name {name!r} differs from the file stem {stem!r}",
                     f"set 'name: {stem}' (containerlab convention)")
     topo = raw["topology"] or {}
-    defaults = topo.get("defaults") or {}
     nodes_raw = topo.get("nodes") or {}
-    bridges = [n for n, spec in nodes_raw.items()
-               if (spec or {}).get("kind", defaults.get("kind")) == "bridge"]
+    resolved = {n: resolve_node(topo, n, path) for n in nodes_raw}
+    bridges = [n for n, spec in resolved.items() if spec.get("kind") == "bridge"]
     if len(bridges) != 1:
         raise _fail(path, f"needs one 'kind: bridge' node (the lab LAN), found {len(bridges)}",
                     "add one bridge node and link every node's eth1 to it")
@@ -177,16 +261,14 @@ def from_dict(raw: object, path: Path) -> Topology:
 
     topology = Topology(name=name, path=path, bridge=bridge, raw=raw)
     ordinal = 0
-    default_labels = defaults.get("labels") or {}
-    for node_name, spec in nodes_raw.items():
-        spec = spec or {}
+    for node_name, spec in resolved.items():
         if node_name == bridge:
             continue
-        kind = spec.get("kind", defaults.get("kind"))
+        kind = spec.get("kind")
         if kind != "linux":
             raise _fail(path, f"node {node_name!r} is of kind {kind!r}",
                         "lab nodes are 'kind: linux' (plus the one bridge)")
-        labels = {**default_labels, **(spec.get("labels") or {})}
+        labels = spec.get("labels") or {}
         role = labels.get("dnslab.role")
         server = labels.get("dnslab.server")
         if role not in ROLES or server not in SERVERS:
@@ -199,8 +281,8 @@ def from_dict(raw: object, path: Path) -> Topology:
             raise _fail(path, f"node {node_name!r} has no link to the bridge",
                         f"add endpoints: [{node_name}:eth1, {bridge}:{node_name}]")
         ordinal += 1
-        sysctls = {**(defaults.get("sysctls") or {}), **(spec.get("sysctls") or {})}
-        cpu_set = spec.get("cpu-set", defaults.get("cpu-set"))
+        sysctls = spec.get("sysctls") or {}
+        cpu_set = spec.get("cpu-set")
         if cpu_set not in (None, ""):
             try:
                 cpu_set = cpus.format_set(cpus.parse(cpu_set))
@@ -211,7 +293,7 @@ def from_dict(raw: object, path: Path) -> Topology:
             ordinal=ordinal,
             role=role,
             server=server,
-            image=str(spec.get("image", defaults.get("image", ""))),
+            image=str(spec.get("image", "")),
             labels={k: str(v) for k, v in labels.items()},
             sysctls={k: str(v) for k, v in sysctls.items()},
             bridge_port=ports[node_name],

@@ -34,6 +34,11 @@ class NodeState:
     # host-wide keys the node asked for but did not get (ALLOW_HOST_SYSCTLS not set)
     sysctls_refused: dict[str, str] = field(default_factory=dict)
     cpu_set: str = ""  # the CPUs the node runs on ("" = any), containerlab's cpu-set
+    image: str = ""  # the node's image reference (what the clab runtime runs)
+    # labelled dnslab.image: a server version only its image has, so the netns runtime runs
+    # it chrooted into the image's file system with `mounts` bound in
+    from_image: bool = False
+    mounts: list[str] = field(default_factory=list)  # host folders seen at their own path
 
 
 @dataclass

@@ -211,10 +211,8 @@ class NetnsRuntime(Runtime):
         node_dir = Path(state.root) / "nodes" / node
         ns = Path(info.netns).name
         command = ["sh", str(node_dir / "run.sh")]
-        from_image = rootfs.image_node(Path(state.root) / f"{state.lab}.clab.yml", node)
-        if from_image:
-            image, binds = from_image
-            command = rootfs.chroot_argv(rootfs.ensure_rootfs(image, node), binds,
+        if info.from_image:
+            command = rootfs.chroot_argv(rootfs.ensure_rootfs(info.image, node), info.mounts,
                                          node_dir / "run.sh")
         with open(info.log, "ab") as log:
             # the affinity taskset sets is inherited by the daemon and everything it starts

@@ -6,10 +6,10 @@ Debian 11) must run the server version its image holds, not the host's. The clab
 the image anyway; the netns runtime exports the image's file system once (`docker export`,
 into `build/rootfs/<image>/`, reused while the image ID is unchanged) and starts the node's
 `run.sh` chrooted into it, in the node's network namespace and in a private mount namespace
-that bind-mounts exactly what the container would get (the rendered clab file's `binds`),
-plus /dev and a /proc. No container engine runs the process: the runtime's own supervision,
-logs, sysctls and teardown apply to it as to every other node. Docker is needed only to
-export the image (once); without it an exported tree is still used.
+that bind-mounts exactly what the container would get (the node state's `mounts`, which the
+rendered clab file binds), plus /dev and a /proc. No container engine runs the process: the
+runtime's own supervision, logs, sysctls and teardown apply to it as to every other node.
+Docker is needed only to export the image (once); without it an exported tree is still used.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-
-import yaml
 
 from dnslab import paths
 from dnslab.errors import LabError
@@ -86,18 +84,6 @@ def ensure_rootfs(image: str, node: str) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     tmp.rename(root)
     return root
-
-
-def image_node(clab_file: Path, node: str) -> tuple[str, list[str]] | None:
-    """For a node the rendered lab labels `dnslab.image`: its image and the host folders its
-    container would bind-mount (the rendered clab file's `binds`); None for other nodes."""
-    if not clab_file.exists():
-        return None
-    topo = yaml.safe_load(clab_file.read_text())
-    spec = topo["topology"]["nodes"].get(node) or {}
-    if not (spec.get("labels") or {}).get("dnslab.image"):
-        return None
-    return str(spec.get("image", "")), [b.split(":", 1)[0] for b in spec.get("binds") or []]
 
 
 def chroot_argv(root: Path, binds: list[str], run_sh: Path) -> list[str]:

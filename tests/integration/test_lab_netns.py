@@ -65,6 +65,13 @@ def reference(runtime, tmp_path):
 
 def test_the_lab_runs_on_the_runtime_asked_for(reference, runtime):
     assert reference.state.runtime == runtime
+    if runtime == "clab":
+        # containerlab resolves each node's image from its group as dnslab.topology does
+        for name, node in reference.state.nodes.items():
+            image = subprocess.run(["docker", "inspect", "-f", "{{.Config.Image}}",
+                                    f"clab-reference-{name}"], capture_output=True, text=True,
+                                   check=True).stdout.strip()
+            assert node.image and image == node.image, name
 
 
 def test_each_server_kind_answers_a_real_query(reference):

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from dnslab.topology import resolve_node
+
 REPO = Path(__file__).resolve().parents[2]
 CLAB = REPO / "build" / "bin" / "containerlab"
 BUILD_SCRIPT = REPO / "scripts" / "build-containerlab.sh"
@@ -138,13 +140,19 @@ def check_topology(clab: Path, topo: Path, labdir_base: Path) -> None:
 
     # The lab's conventions (docs/architecture.md) on top of containerlab's own rules.
     assert data["name"] == topo.name.removesuffix(".clab.yml")
-    bridges = [n for n, d in nodes.items() if d.get("kind") == "bridge"]
+    bridges = [n for n in nodes if resolve_node(data["topology"], n)["kind"] == "bridge"]
     assert len(bridges) == 1, f"expected exactly one bridge node, got {bridges}"
     refs = image_refs()
-    defaults = data["topology"].get("defaults") or {}
-    kinds = data["topology"].get("kinds") or {}
-    for name, node in nodes.items():
-        if node.get("kind", defaults.get("kind")) != "linux":
+    for name in nodes:
+        # the node's fields as containerlab resolves them (defaults < kinds < groups < node)
+        node = resolve_node(data["topology"], name)
+        drawn = re.search(rf"^\s*{re.escape(name)} \[(.*)\];$", dot, re.M)
+        assert drawn is not None
+        # containerlab's own resolution of the node's kind and group agrees
+        assert f"xlabel={node['kind']}" in drawn.group(1), drawn.group(1)
+        if node.get("group"):
+            assert f"group={node['group']}," in drawn.group(1), drawn.group(1)
+        if node["kind"] != "linux":
             continue
         labels = node.get("labels") or {}
         assert labels.get("dnslab.role") in ROLES, f"{name}: bad dnslab.role"
@@ -152,7 +160,7 @@ def check_topology(clab: Path, topo: Path, labdir_base: Path) -> None:
         assert server in SERVER_KINDS, f"{name}: bad dnslab.server"
         image_kind = labels.get("dnslab.image", server)
         assert IMAGE_VARIANTS.get(image_kind, image_kind) == server, f"{name}: {image_kind}"
-        image = node.get("image") or kinds.get("linux", {}).get("image") or defaults.get("image")
+        image = node.get("image")
         assert image == refs[image_kind], (
             f"{name}: image {image} but the build makes {refs[image_kind]}")
         ends = [e for link in data["topology"]["links"] for e in link["endpoints"]]

@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from dnslab import paths, render, topology
+from dnslab import lab, paths, render, topology
 from dnslab.errors import LabError
 from dnslab.render import LabData, ZoneRef
 from dnslab.runtime import rootfs
+from dnslab.runtime.base import LabState
+from dnslab.runtime.netns import NetnsRuntime
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +29,25 @@ def mobile(tmp_path_factory) -> render.RenderedLab:
     return render.render(topo, data, out)
 
 
-def test_only_the_labelled_node_runs_from_its_image(mobile):
-    image_nodes = [n for n in mobile.topology.nodes
-                   if rootfs.image_node(mobile.clab_file, n)]
+@pytest.fixture(scope="module")
+def mobile_state(mobile) -> LabState:
+    return lab._new_state(mobile, NetnsRuntime())
+
+
+def test_only_the_labelled_node_runs_from_its_image(mobile, mobile_state):
+    image_nodes = [n for n, info in mobile_state.nodes.items() if info.from_image]
     assert image_nodes == ["sec-bind916"]
-    node = mobile.topology.node("sec-bind916")
+    node = mobile_state.nodes["sec-bind916"]
     assert node.server == "bind" and node.image.startswith("dnslab/bind9-bullseye:9.16.")
+    assert mobile_state.nodes["sec-bind"].image.startswith("dnslab/bind9:9.18.")
 
 
-def test_the_chroot_gets_the_containers_binds(mobile):
-    found = rootfs.image_node(mobile.clab_file, "sec-bind916")
-    assert found is not None
-    image, binds = found
-    assert image == mobile.topology.node("sec-bind916").image
+def test_the_chroot_gets_the_containers_binds(mobile, mobile_state):
+    info = mobile_state.nodes["sec-bind916"]
+    image, binds = info.image, info.mounts
+    # the container gets the same folders (the rendered clab file's binds)
+    clab = yaml.safe_load(mobile.clab_file.read_text())
+    assert clab["topology"]["nodes"]["sec-bind916"]["binds"] == [f"{b}:{b}" for b in binds]
     # the node folder, its zones and the tools (build/bin) are each inside a bound folder
     for needed in (mobile.node_dir("sec-bind916"), mobile.root / "zones", paths.BIN):
         assert any(Path(needed).resolve().is_relative_to(b) for b in binds), needed

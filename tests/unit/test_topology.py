@@ -92,3 +92,86 @@ def test_node_must_link_to_the_bridge(tmp_path):
     text = GOOD.format(name="mini").replace("    - endpoints: [c1:eth1, lan:c1]\n", "")
     with pytest.raises(LabError, match="no link to the bridge"):
         topology.load(write(tmp_path, text))
+
+
+LAYERED = """\
+name: layered
+topology:
+  defaults:
+    kind: linux
+    image: from-defaults
+    labels: {dnslab.role: secondary, level: defaults}
+    sysctls: {a: defaults, b: defaults, c: defaults, d: defaults}
+  kinds:
+    linux:
+      image: from-kind
+      labels: {level: kind}
+      sysctls: {b: kind, c: kind, d: kind}
+  groups:
+    knot:
+      image: from-group
+      labels: {dnslab.server: knot, level: group}
+      sysctls: {c: group, d: group}
+    primaries:
+      labels: {dnslab.role: primary, dnslab.server: bind}
+      cpu-set: "1"
+  nodes:
+    p1: {group: primaries}
+    s1: {group: knot, sysctls: {d: node}}
+    s2: {group: knot, image: from-node, labels: {level: node}}
+    lan: {kind: bridge}
+  links:
+    - endpoints: [p1:eth1, lan:p1]
+    - endpoints: [s1:eth1, lan:s1]
+    - endpoints: [s2:eth1, lan:s2]
+"""
+
+
+def test_fields_resolve_as_containerlab_does(tmp_path):
+    """defaults < kinds < groups < node, for scalars (image, cpu-set) and maps (labels,
+    sysctls merged key by key)."""
+    topo = topology.load(write(tmp_path, LAYERED, "layered"))
+    p1, s1, s2 = (topo.node(n) for n in ("p1", "s1", "s2"))
+    assert (p1.role, p1.server, p1.image, p1.cpu_set) == ("primary", "bind", "from-kind", "1")
+    assert p1.labels["level"] == "kind"
+    assert (s1.role, s1.server, s1.image) == ("secondary", "knot", "from-group")
+    assert s1.labels["level"] == "group"
+    assert s1.sysctls == {"a": "defaults", "b": "kind", "c": "group", "d": "node"}
+    assert (s2.image, s2.labels["level"]) == ("from-node", "node")
+    assert topo.bridge == "lan"
+
+
+def test_group_supplies_kind_and_kind_supplies_group():
+    raw = {"defaults": {"kind": "bridge"},
+           "kinds": {"linux": {"group": "g"}},
+           "groups": {"g": {"image": "img"}, "linuxes": {"kind": "linux"}},
+           "nodes": {"a": {"group": "linuxes"}, "b": {"kind": "linux"}, "c": {}}}
+    assert topology.resolve_node(raw, "a")["kind"] == "linux"
+    assert topology.resolve_node(raw, "b")["image"] == "img"
+    assert topology.resolve_node(raw, "c")["kind"] == "bridge"
+
+
+def test_binds_merge_by_container_path():
+    raw = {"defaults": {"binds": ["/a:/x", "/b:/y"]},
+           "groups": {"g": {"binds": ["/c:/y:ro"]}},
+           "nodes": {"n": {"group": "g", "binds": ["/d:/z"]}}}
+    assert sorted(topology.resolve_node(raw, "n")["binds"]) == ["/a:/x", "/c:/y:ro", "/d:/z"]
+
+
+def test_unknown_group_is_an_error(tmp_path):
+    text = LAYERED.replace("s1: {group: knot,", "s1: {group: knott,")
+    with pytest.raises(LabError, match="group 'knott'"):
+        topology.load(write(tmp_path, text, "layered"))
+
+
+def test_node_by_role_and_server():
+    topo = topology.load("mobile")
+    assert topo.node(role="secondary", server="knot").name == "sec-knot"
+    # a node running a variant image answers to its variant, not to its server kind
+    assert topo.node(role="secondary", server="bind").name == "sec-bind"
+    assert topo.node(role="secondary", server="bind916").name == "sec-bind916"
+    assert topo.node(role="client").server == "tools"
+    with pytest.raises(LabError, match="has 2 bind node"):
+        topo.node(server="bind")
+    with pytest.raises(LabError, match="has no unbound resolver node"):
+        topo.node(role="resolver", server="unbound")
