@@ -50,6 +50,7 @@ from dnslab.monitor import Monitors
 from dnslab.render import LabData
 from dnslab.results import CELLS, RunWriter, cell_dirname
 from dnslab.sysctl import Profile, load_profile
+from dnslab.topology import Topology
 
 # host packages whose versions a run records: every server kind's (its driver's), the tools
 PACKAGES = [*(d.package for d in servers.drivers() if d.package), "dnsperf", "iproute2"]
@@ -101,10 +102,10 @@ class Cell:
 
     def up(self, data: LabData, hold: tuple[str, ...] | list[str] = ()) -> lab_engine.Lab:
         # a lab kept from the previous cell (KEEP=1) makes way for this one
-        lab_name = lab_engine.topology.load(self.run.spec.topology).name
+        lab_name = self.run.topology.name
         lab_engine.down(lab_name)
         try:
-            self.lab = lab_engine.up(self.run.spec.topology, runtime=self.run.runtime,
+            self.lab = lab_engine.up(self.run.topology, runtime=self.run.runtime,
                                      data=data, hold=hold, quiet=True)
         except BaseException:
             # the lab is gone, its logs are not: keep them with the cell
@@ -145,8 +146,10 @@ class Run:
 
     def __init__(self, spec: ExperimentSpec, params: dict[str, Any], runtime: str,
                  keep: bool, command: list[str], scale: str | None,
-                 resume: Path | None = None):
+                 resume: Path | None = None, topology: Topology | None = None):
         self.spec = spec
+        # parsed once: every cell, the lab it brings up and the procedure use this one
+        self.topology = topology or lab_engine.topology.load(spec.topology)
         self.params = params
         self.runtime = runtime
         self.keep = keep
@@ -165,7 +168,7 @@ class Run:
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
             "description": spec.description,
             "findings": spec.findings, "params": params, "scale": scale or "full",
-            "runtime": runtime, "topology": _topology_meta(spec.topology),
+            "runtime": runtime, "topology": _topology_meta(self.topology),
             "kernel": platform.release(), "machine": {
                 "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
                 "python": platform.python_version()},
@@ -174,14 +177,13 @@ class Run:
         })
         self.path = self.writer.dir
         self.meta = self.writer.meta
-        topo_file = lab_engine.topology.find_lab(spec.topology)
-        shutil.copy(topo_file, self.path / topo_file.name)
+        shutil.copy(self.topology.path, self.path / self.topology.path.name)
         shutil.copy(spec.path, self.path / spec.path.name)
 
     def prepare_nodes(self, nodes: list[str]) -> None:
         """Check before the first cell that these nodes can start on the run's runtime (an
         image node on netns needs its image); records the image of every image node."""
-        topo = lab_engine.topology.load(self.spec.topology)
+        topo = self.topology
         lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
         images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
         if images:
@@ -280,8 +282,7 @@ class Run:
         self.writer.finish(_now(), complete)
 
 
-def _topology_meta(name: str) -> dict[str, Any]:
-    topo = lab_engine.topology.load(name)
+def _topology_meta(topo: Topology) -> dict[str, Any]:
     return {"name": topo.name, "file": topo.path.name,
             "nodes": {n.name: {"role": n.role, "server": n.server, "address": str(n.address)}
                       for n in topo.nodes.values()}}
@@ -363,10 +364,11 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     else:
         resume_path, params = None, resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
+    topo = lab_engine.topology.load(spec.topology)
     if runtime == "auto":
         # chosen once for the whole run, and said why (every cell then uses the same one)
-        runtime = lab_engine.get_runtime(runtime, lab_engine.topology.load(spec.topology)).name
-    lab_name = lab_engine.topology.load(spec.topology).name
+        runtime = lab_engine.get_runtime(runtime, topo).name
+    lab_name = topo.name
     found = lab_engine.leftovers(lab_name)
     if lab_engine.LabState.load(lab_name):
         found.append(f"state folder {paths.LABS_STATE / lab_name}")
@@ -376,7 +378,8 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself "
                        f"(found: {', '.join(found[:3])}{', ...' if len(found) > 3 else ''})",
                        hint=f"make lab down LAB={lab_name}, once no other run uses it")
-    run = Run(spec, params, runtime, keep, command or sys.argv, scale, resume=resume_path)
+    run = Run(spec, params, runtime, keep, command or sys.argv, scale, resume=resume_path,
+              topology=topo)
     print(f"run {spec.name}/{run.run_id}: results in {run.path}"
           + (" (resumed)" if resume_path else ""), file=sys.stderr)
     complete = False

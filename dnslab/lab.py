@@ -22,7 +22,7 @@ from dnslab.errors import LabError
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
 from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
-from dnslab.topology import Node
+from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
 HEALTH_TIMEOUT_S = float(os.environ.get("DNSLAB_HEALTH_TIMEOUT", "30"))
@@ -193,10 +193,11 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
     return state
 
 
-def up(lab: str, runtime: str = "auto", data: LabData | None = None,
+def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
        hold: Iterable[str] = (), wait: bool = True, quiet: bool = False) -> Lab:
-    """Render and start a lab; on any failure or Ctrl-C, tear it down before raising."""
-    topo = topology.load(lab)
+    """Render and start a lab (a lab name or file, or a topology parsed already, as a run
+    passes its own); on any failure or Ctrl-C, tear it down before raising."""
+    topo = lab if isinstance(lab, Topology) else topology.load(lab)
     chosen = get_runtime(runtime, topo, quiet=quiet)
     existing = LabState.load(topo.name)
     if existing is not None or chosen.leftovers(topo.name):

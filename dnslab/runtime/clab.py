@@ -28,7 +28,7 @@ from dnslab.errors import LabError
 from dnslab.nsenter import ip
 from dnslab.render import RenderedLab, log_file, node_visible_roots
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
-from dnslab.topology import Topology
+from dnslab.topology import Topology, resolve_node
 
 HOLD_FILE = "hold"
 # Inside a node: SIGTERM to the daemon the entrypoint started, SIGKILL after 2 s, and
@@ -108,12 +108,16 @@ def lab_bridge_ports(lab: str) -> list[str]:
         topo = yaml.safe_load(rendered_file.read_text())
     except (OSError, yaml.YAMLError):
         return []
-    nodes = topo.get("topology", {}).get("nodes", {})
+    section = topo.get("topology", {})
     ports = []
-    for link in topo.get("topology", {}).get("links", []) or []:
+    for link in section.get("links", []) or []:
         for end in link.get("endpoints", []):
             node, _, iface = str(end).partition(":")
-            if (nodes.get(node) or {}).get("kind") == "bridge":
+            try:
+                kind = resolve_node(section, node, rendered_file).get("kind")
+            except LabError:  # teardown goes on whatever the file says
+                continue
+            if kind == "bridge":
                 ports.append(iface)
     return ports
 

@@ -54,14 +54,13 @@ from pathlib import Path
 from typing import Any
 
 import zones
-from dnslab import topology
 from dnslab.counters import read_series, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver
-from dnslab.topology import LAN
+from dnslab.topology import LAN, Topology
 from dnslab.wait import wait_until
 from experiments.procedures import perf
 
@@ -69,9 +68,9 @@ AUTH_NODES = ("root", "tld", "sld", "sld-slow", "sld-dead")
 TAIL_NODES = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
 
 
-def internet(params: dict[str, Any]) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
+def internet(params: dict[str, Any],
+             topo: Topology) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
     """The emulated internet for this lab's addresses, and which node serves which zones."""
-    topo = topology.load("resolver")
     addr = {n: str(topo.node(n).address) for n in AUTH_NODES}
     tail = {key: float(params.get(key, 0)) for key in (*TAIL_NODES, "nxdomain_pct")}
     zone_set = zones.ensure("internet", {
@@ -178,10 +177,9 @@ class LeakCheck:
 
 # --- the experiment --------------------------------------------------------------------------
 
-def _lab_data(params: dict[str, Any], per_node: dict[str, list[ZoneRef]], cores: int,
-              zone_dir: Path) -> LabData:
+def _lab_data(params: dict[str, Any], topo: Topology, per_node: dict[str, list[ZoneRef]],
+              cores: int, zone_dir: Path) -> LabData:
     wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
-    topo = topology.load("resolver")
     kinds = {n: driver(topo.node(n).server) for n in AUTH_NODES}
     resolver = driver(topo.node("resolver").server)
     return LabData(
@@ -236,9 +234,9 @@ def cache(run: Run) -> None:
     """resolver-cache: cold and warm dnsperf trials at each -q, then resperf's ramps."""
     params = run.params
     cores = int(params.get("cores") or os.cpu_count() or 1)
-    zone_set, per_node = internet(params)
+    zone_set, per_node = internet(params, run.topology)
     dnsperf_list, resperf_list = name_lists(run, zone_set)
-    data = _lab_data(params, per_node, cores, zone_set.path)
+    data = _lab_data(params, run.topology, per_node, cores, zone_set.path)
     idle = idle_nodes(per_node)
     base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
             "trials": params["trials"]}
