@@ -164,3 +164,38 @@ def test_resume_refuses_other_experiments_changed_parameters_and_finished_runs(
     first.finish(complete=True)
     with pytest.raises(LabError, match="complete"):
         experiment_spec.resume_params(spec, first.path, {}, None)
+
+
+def test_the_topology_is_parsed_once_per_run_and_every_cell_gets_it(tmp_path, monkeypatch):
+    from dnslab import lab as lab_engine
+    from dnslab import topology
+    from dnslab.runtime.netns import NetnsRuntime
+
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
+    parsed = []
+    real_load = topology.load
+    monkeypatch.setattr(topology, "load", lambda source: parsed.append(source) or
+                        real_load(source))
+    brought_up = []
+
+    def fake_up(lab, runtime, data, hold, quiet):
+        brought_up.append(lab)
+        state = LabState(lab=lab.name, runtime=runtime, topology=str(lab.path),
+                         root=str(tmp_path / "labs" / lab.name))
+        return lab_engine.Lab(None, state, NetnsRuntime())
+
+    monkeypatch.setattr(lab_engine, "up", fake_up)
+    monkeypatch.setattr(lab_engine, "down", lambda lab=None: [])
+    monkeypatch.setattr(lab_engine, "leftovers", lambda lab=None: [])
+
+    def two_cells(run: experiment.Run) -> None:
+        for profile in ("default", "wide-ports"):
+            with run.cell(f"profile={profile}", {"profile": profile}) as cell:
+                cell.up(experiment.LabData(zones=[], health_zone="."))
+
+    monkeypatch.setattr(experiment, "procedure", lambda spec: two_cells)
+    run = experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns"])
+    assert parsed == ["xfr"]
+    assert brought_up == [run.topology, run.topology]
+    assert isinstance(run.topology, topology.Topology) and run.topology.name == "xfr"
