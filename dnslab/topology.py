@@ -121,6 +121,14 @@ class Topology:
             )
         return found[0]
 
+    def nodes_by_server(self, role: str) -> dict[str, Node]:
+        """Image kind (`bind`, `bind916`, `knot`, ...) -> the lab's node of that kind in
+        `role`, the first in file order: the choices a SERVER=/SECONDARY= parameter has."""
+        found: dict[str, Node] = {}
+        for node in self.nodes_where(role=role):
+            found.setdefault(node.image_kind, node)
+        return found
+
     def nodes_where(self, *, role: str | None = None, server: str | None = None) -> list[Node]:
         """The nodes with this role and/or server (an image kind, as in `node`), in file
         order."""
