@@ -10,6 +10,9 @@
 #   images/tags.sh            # lines: <image-kind> <image-dir> <package> <version> <reference>
 #   images/tags.sh --json     # {"bind": "dnslab/bind9:9.18.49-1-deb12u3", ...}
 #   images/tags.sh KIND       # the reference for one image kind
+#   images/tags.sh --topologies [DIR]
+#       # set the image of each image-kind group in DIR/*.clab.yml (default: topologies/) to
+#       # the reference above: after a version bump in versions.env, the one edit by hand
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,8 +51,17 @@ case "${1:-}" in
         echo "}"
     }
     ;;
+--topologies)
+    dir=${2:-$HERE/../topologies}
+    table | while read -r kind image_dir _pkg ver; do
+        ref="dnslab/$image_dir:$(tag_of "$ver")"
+        for file in "$dir"/*.clab.yml; do
+            sed -i -E "s#^(    $kind: \{image: )dnslab/$image_dir:[^,} ]+#\1$ref#" "$file"
+        done
+    done
+    ;;
 -*)
-    echo "usage: $0 [--json | KIND]" >&2
+    echo "usage: $0 [--json | --topologies [DIR] | KIND]" >&2
     exit 2
     ;;
 *)

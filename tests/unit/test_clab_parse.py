@@ -251,3 +251,17 @@ def test_rendered_lab_file_parses(clab: Path, tmp_path: Path, lab: str) -> None:
                     for name in topo.nodes}
     rendered = render.render(topo, data, out)
     check_topology(clab, rendered.clab_file, tmp_path / "labdir")
+
+
+def test_tag_rule_rewrites_the_topologies_group_images(tmp_path: Path) -> None:
+    """After a version bump, `images/tags.sh --topologies` sets each group's image (the one
+    place a topology names it) to what the tag rule gives; the files are otherwise left as
+    they are."""
+    for topo in TOPOLOGIES:
+        text = topo.read_text()
+        stale = re.sub(r"(image: dnslab/[\w.-]+):[^,} ]+", r"\1:stale", text)
+        assert stale != text, f"{topo.name}: no group image found"
+        (tmp_path / topo.name).write_text(stale)
+    subprocess.run([str(TAGS), "--topologies", str(tmp_path)], check=True, timeout=60)
+    for topo in TOPOLOGIES:
+        assert (tmp_path / topo.name).read_text() == topo.read_text(), topo.name
