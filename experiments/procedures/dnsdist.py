@@ -59,7 +59,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnslab import cpus, paths, topology
+from dnslab import cpus, paths
 from dnslab.counters import mean_cores, mean_cpu, read_monitor
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
@@ -137,7 +137,7 @@ def listeners(run: Run) -> None:
     qfile = queries.water_torture(qdir, [params["domain"]], count=params["names"],
                                   seed=params["seed"]).path
     sink = sink_zone(run)
-    topo = topology.load(run.spec.topology)
+    topo = run.topology
     sink_driver, frontend_driver = (driver(topo.node(n).server) for n in ("sink", "frontend"))
     results: dict[str, dict[str, Any]] = {}
     for variant in params["variants"]:

@@ -93,7 +93,7 @@ from typing import Any
 import dns.rdatatype
 
 import zones
-from dnslab import cpus, paths, topology
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.experiment import Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
@@ -112,11 +112,6 @@ from experiments.responses import (
 from experiments.stair_recorder import StepRecorder, coarse_and_fine, criteria, stair_figures
 from experiments.zone_changes import FUNCTION_COLUMNS, sync_changes
 from zones import model, queries
-
-# server choice -> the mobile lab's node; bind916 is BIND 9.16 from its image (Debian 11),
-# which still fills the additional section as the seed's BIND did
-SERVER_NODES = {"bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd",
-                "bind916": "sec-bind916"}
 
 
 def mix_for(zone_set: zones.ZoneSet) -> dict[str, float]:
@@ -146,8 +141,11 @@ def server_options(params: dict[str, Any], server: str, tuned: bool,
     return opts
 
 
-def run_topology(run: Run) -> topology.Topology:
-    return topology.load(run.spec.topology)
+def server_nodes(run: Run) -> dict[str, str]:
+    """Server choice (SERVERS=) -> the mobile lab's secondary of that kind; `bind916` is BIND
+    9.16 from its image (Debian 11), which still fills the additional section as the seed's
+    BIND did."""
+    return {kind: node.name for kind, node in run.topology.nodes_by_server("secondary").items()}
 
 
 def placement_sets(placement: cpus.Placement, node: str) -> dict[str, str]:
@@ -177,7 +175,7 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
     CEILING_STOP), then the fine pass. The cell's `stair.csv` is the raw data; its
     `capacity_qps` is the ceiling."""
     params = run.params
-    node = SERVER_NODES["bind"]
+    node = server_nodes(run)["bind"]
     payload = int(params["client_bufsize"])
     truncating = float(qfile.manifest["measured"]["truncated_share"])
     tcp_size = largest_model_answer(zone_set, payload)
@@ -194,7 +192,7 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
     rates = stairs.geometric_rates(float(params["ceiling_start"]), float(params["ceiling_stop"]),
                                  float(params["ceiling_factor"]))
     with run.cell(f"server=ceiling,records={records}", cell_params) as cell:
-        lab = cell.up(data, hold=list(SERVER_NODES.values()))
+        lab = cell.up(data, hold=list(server_nodes(run).values()))
         budget = (len(rates) + 40) * (float(params["ceiling_step_s"]) + 10) + 60
         serve = lab.popen(node, [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
                                  "-l", f"{budget:g}", "-tc", f"{truncating:.4f}",
@@ -230,12 +228,12 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
              qfile: queries.QueryFile, mix: dict[str, float],
              placement: cpus.Placement) -> None:
     params = run.params
-    node = SERVER_NODES[server]
+    node = server_nodes(run)[server]
     tuned = tuning == "tuned"
     profile_name = params["tuned_profile"] if tuned else params["untuned_profile"]
     server_sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
     client_sysctls = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
-    kind = run_topology(run).node(node).server
+    kind = run.topology.node(node).server
     opts = server_options(params, server, tuned, kind)
     zone = zone_set.zones[0]
     function_on = float(params.get("function_s", 0)) > 0
@@ -251,7 +249,7 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
                    "sysctls": server_sysctls, "client_sysctls": client_sysctls,
                    "query_file": str(qfile.path), "mix": mix,
                    "placement": placement.as_dict()}
-    hold = [n for n in SERVER_NODES.values() if n != node]
+    hold = [n for n in server_nodes(run).values() if n != node]
     with run.cell(cell_id, cell_params) as cell:
         function_zone = cell.path / "zone" / zone.path.name
         if function_on:
@@ -327,18 +325,19 @@ def usable_servers(run: Run) -> list[str]:
     image cannot be had and SERVERS is the experiment's default, and is an error when asked
     for by name."""
     params = run.params
-    check_choice("servers", params["servers"], tuple(SERVER_NODES))
+    nodes = server_nodes(run)
+    check_choice("servers", params["servers"], tuple(nodes))
     servers = list(params["servers"])
     if "bind916" in servers and servers == list(run.spec.params["servers"]):
         try:
-            run.prepare_nodes([SERVER_NODES["bind916"]])
+            run.prepare_nodes([nodes["bind916"]])
         except LabError as exc:
             servers.remove("bind916")
             run.meta["servers_skipped"] = {"bind916": exc.message}
             run.save_meta()
             print(f"tcp-fallback: bind916 skipped ({exc.message}); `make images` builds it",
                   file=sys.stderr)
-    run.prepare_nodes([SERVER_NODES[s] for s in servers])
+    run.prepare_nodes([nodes[s] for s in servers])
     return servers
 
 

@@ -50,7 +50,6 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from experiments.procedures import perf
 
-SERVER_NODES = {"knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
 ZONE = "tcp.test."
 
 
@@ -117,9 +116,8 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
     return row
 
 
-def _data(server: str, zone: ZoneRef, params: dict[str, Any],
+def _data(node: str, server: str, zone: ZoneRef, params: dict[str, Any],
           sysctls: dict[str, str]) -> LabData:
-    node = SERVER_NODES[server]
     return LabData(zones=[zone], health_zone=ZONE,
                    node_options={node: server_options(server, params)},
                    sysctls={node: sysctls} if sysctls else {})
@@ -129,11 +127,13 @@ def trials(run: Run) -> None:
     """tcp-sysctl: measure capacity, then N interleaved trials per load for each profile."""
     params = run.params
     server = params["server"]
-    if server not in SERVER_NODES:
+    # server kind -> the lab's authoritative node of that kind (the tcpauth lab has one each)
+    nodes = {kind: n.name for kind, n in run.topology.nodes_by_server("primary").items()}
+    if server not in nodes:
         raise LabError(f"SERVER={server!r} is not an authoritative server of this lab",
-                       hint="SERVER=knot, bind or nsd")
-    node = SERVER_NODES[server]
-    others = [n for n in SERVER_NODES.values() if n != node]
+                       hint="SERVER=" + ", ".join(nodes))
+    node = nodes[server]
+    others = [n for n in nodes.values() if n != node]
     zone, qfile = write_zone(run, params["names"])
     loads = list(params["loads"])
     trial_s = params["trial_s"] + 2 * params["timeout_s"] + 1
@@ -148,7 +148,7 @@ def trials(run: Run) -> None:
     else:
         with run.cell("phase=capacity", {"phase": "capacity", "server": server,
                                          "profile": "default"}) as cell:
-            cell.up(_data(server, zone, params, {}), hold=others)
+            cell.up(_data(node, server, zone, params, {}), hold=others)
             cell.monitor([node])
             rows = [_trial(cell, node, qfile, params, None, f"dnsperf-capacity-{i}.txt")
                     for i in range(1, params["capacity_trials"] + 1)]
@@ -169,7 +169,7 @@ def trials(run: Run) -> None:
                        "sysctls_skipped_host_wide": skipped, "capacity_qps": round(capacity, 1),
                        "loads": loads}
         with run.cell(f"profile={profile}", cell_params) as cell:
-            cell.up(_data(server, zone, params, sysctls), hold=others)
+            cell.up(_data(node, server, zone, params, sysctls), hold=others)
             cell.monitor([node])
             rows = []
             for trial in range(1, params["trials"] + 1):

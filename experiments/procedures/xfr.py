@@ -36,7 +36,7 @@ from typing import Any
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 import zones
-from dnslab import probe, topology
+from dnslab import probe
 from dnslab.counters import read_series
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
@@ -95,10 +95,7 @@ class Ends:
 
 def _by_kind(run: Run, role: str) -> dict[str, str]:
     """Server kind -> the lab's node of that kind in `role` (the first, in file order)."""
-    nodes: dict[str, str] = {}
-    for node in topology.load(run.spec.topology).by_role(role):
-        nodes.setdefault(node.server, node.name)
-    return nodes
+    return {kind: node.name for kind, node in run.topology.nodes_by_server(role).items()}
 
 
 def ends(run: Run, secondary_kind: str) -> Ends:

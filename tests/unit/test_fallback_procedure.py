@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import zones
+from dnslab import topology
 from dnslab.errors import LabError
 from experiments import cache_model, responses, stair_recorder, stairs
 from experiments.procedures import fallback, fallback_cache
@@ -145,13 +146,15 @@ def test_function_test_bumps_the_soa_serial():
 
 
 class _StubRun:
-    """Just what `usable_servers` touches of a Run: the parameters, the experiment's defaults
-    and a node check that fails for the image node when its image is missing."""
+    """Just what `usable_servers` touches of a Run: the parameters, the topology, the
+    experiment's defaults and a node check that fails for the image node when its image is
+    missing."""
 
     def __init__(self, servers: list[str], image_built: bool) -> None:
         self.params = {"servers": servers}
         self.spec = type("Spec", (), {"params": {"servers": ["bind916", "bind", "knot", "nsd"]}})
         self.meta: dict = {}
+        self.topology = topology.load("mobile")
         self.image_built = image_built
         self.prepared: list[list[str]] = []
 

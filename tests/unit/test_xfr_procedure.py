@@ -86,7 +86,10 @@ def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
 def _run(**params):
     from types import SimpleNamespace
 
-    return SimpleNamespace(spec=SimpleNamespace(topology="xfr"), params=params)
+    from dnslab import topology
+
+    return SimpleNamespace(spec=SimpleNamespace(topology="xfr"), params=params,
+                           topology=topology.load("xfr"))
 
 
 def test_primary_and_secondary_are_chosen_by_server_kind():
