@@ -1,5 +1,5 @@
 """PowerDNS Authoritative (the bind backend) as the lab's sixth server, on both runtimes: a
-cold-start secondary in xfr-30k-zones at SCALE=ci.
+cold-start secondary in xfr-30k-zones at SCALE=ci, and the server under test in tcp-fallback.
 
 PowerDNS runs out of ports in bind() ("Address already in use"), not in connect(): its
 driver counts that as the connect failure the seed saw. A zone whose SOA check at start
@@ -50,3 +50,24 @@ def test_pdns_does_not_offer_zone_transfers_over_tls(results):
         experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns",
                                                     "SECONDARY=pdns", "TRANSPORTS=tls"])
     assert "TLS" in str(exc.value) and "TRANSPORTS=tcp" in exc.value.hint
+
+
+def test_pdns_under_test_truncates_what_the_mix_predicts_and_follows_the_primary(results,
+                                                                                  runtime):
+    run = experiment.run_experiment("tcp-fallback", [
+        "SCALE=ci", f"RUNTIME={runtime}", "SERVERS=pdns", "RECORDS=after", "STAIR_STOP=200"])
+    analysed(run)
+    figures = cell_figures(run)
+    for tuning in ("untuned", "tuned"):
+        f = figures[f"server=pdns,records=after,tuning={tuning}"]
+        assert f["tac_udp_truncated"] is True
+        # the answer section only (no additional records for NAPTR), with the OPT record
+        assert f["tac_tcp_answer"] == 93 and f["tac_tcp_additional"] == 1
+        assert f["tac_tcp_size"] < 0.5 * f["tac_model_size"]
+        assert f["tcp_share"] == pytest.approx(f["predicted_tcp_share"], abs=0.03)
+        assert f["capacity_qps"] == 200
+        # records added and deleted on the primary reach it by NOTIFY and AXFR under load
+        assert f["function_passed"] is True and f["function_synced"] == 6
+    tuned = run.path / "cells" / "server=pdns,records=after,tuning=tuned" / "cell.json"
+    options = json.loads(tuned.read_text())["params"]["server_options"]
+    assert options == {"udp-truncation-threshold": 4096, "max-tcp-connections": 10000}

@@ -86,6 +86,7 @@ def test_pdns_secondary_renders_its_zone_list_and_settings(tmp_path: Path):
         f'exec pdns_server --config-dir="{node_dir}"\n')
 
 
-def test_the_xfr_lab_has_a_pdns_secondary():
-    node = topology.load("xfr").node("sec-pdns")
-    assert (node.role, node.server) == ("secondary", "pdns")
+def test_the_xfr_and_mobile_labs_have_a_pdns_secondary():
+    for lab in ("xfr", "mobile"):
+        node = topology.load(lab).node("sec-pdns")
+        assert (node.role, node.server) == ("secondary", "pdns")

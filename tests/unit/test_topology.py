@@ -35,7 +35,7 @@ def write(tmp_path: Path, text: str, name: str = "mini") -> Path:
 def test_reference_lab_has_one_node_of_each_kind():
     topo = topology.load("reference")
     assert topo.name == "reference"
-    # PowerDNS is a secondary of the xfr lab only
+    # PowerDNS is a secondary of the xfr and mobile labs only
     assert {n.server for n in topo.nodes.values()} == topology.SERVERS - {"pdns"}
     assert topo.one("primary").server == "bind"
     assert {n.server for n in topo.by_role("secondary")} == {"bind", "knot", "nsd"}
