@@ -180,7 +180,8 @@ def test_node_by_role_and_server():
 def test_nodes_by_server_are_the_choices_of_a_role():
     mobile = topology.load("mobile")
     assert {k: n.name for k, n in mobile.nodes_by_server("secondary").items()} == {
-        "bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd", "bind916": "sec-bind916"}
+        "bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd", "bind916": "sec-bind916",
+        "pdns": "sec-pdns"}
     tcpauth = topology.load("tcpauth")
     assert {k: n.name for k, n in tcpauth.nodes_by_server("primary").items()} == {
         "knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
