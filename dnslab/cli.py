@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -17,7 +18,19 @@ app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(experiment_cmd.app, name="experiment")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def interrupt_on_signals() -> None:
+    """SIGTERM (kill, a CI timeout) tears the lab down as Ctrl-C does; SIGINT is restored for
+    a run started in the background, where the shell leaves it ignored."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main() -> None:
+    interrupt_on_signals()
     try:
         code = app(standalone_mode=False)
     except click.ClickException as exc:

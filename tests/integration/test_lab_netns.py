@@ -160,11 +160,11 @@ def _wait_for_namespaces(lab: str, count: int, timeout: float = 20) -> None:
 # A runner that brings the reference lab up but waits on a zone nobody serves, so it is
 # still inside `up` when the signal arrives.
 SLOW_UP = """
-import signal
 import sys
-# a job started in the background by a non-interactive shell inherits SIGINT ignored;
-# Ctrl-C in a terminal is what this stands for, so take the default handler back
-signal.signal(signal.SIGINT, signal.default_int_handler)
+# the CLI's own handlers: SIGINT back for a background job (a non-interactive shell leaves
+# it ignored), SIGTERM as Ctrl-C
+from dnslab.cli import interrupt_on_signals
+interrupt_on_signals()
 from dnslab import lab, topology
 from dnslab.render import lab_dir, reference_data
 topo = topology.load("reference")
@@ -178,7 +178,7 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_interrupted_runner_leaves_nothing_after_down(sig):
     lab_engine.down("reference")
     runner = subprocess.Popen([sys.executable, "-c", SLOW_UP], cwd=REPO, text=True,
@@ -191,8 +191,8 @@ def test_interrupted_runner_leaves_nothing_after_down(sig):
         runner.kill()
         lab_engine.down("reference")
         raise
-    if sig == signal.SIGINT:
-        # Ctrl-C: the runner tears the lab down itself, before `lab down` is even called
+    if sig in (signal.SIGINT, signal.SIGTERM):
+        # Ctrl-C or kill: the runner tears the lab down itself, before `lab down` is called
         assert runner.returncode == 130 and "interrupted" in err, err
         nothing_left("reference")
     else:
