@@ -180,9 +180,9 @@ class Run:
         """Name of the node with a role: the cell's `<role>_node` param (the node under test
         the procedure names), then meta.json topology, then monitor file names."""
         for candidate in ([cell] if cell else self.cells):
-            named = candidate.params.get(f"{role}_node")
-            if named:
-                return str(named)
+            given = candidate.params.get(f"{role}_node")
+            if given:
+                return str(given)
         topo = self.meta.get("topology")
         nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
         if isinstance(nodes, dict):
@@ -195,9 +195,9 @@ class Run:
                     return str(spec.get("name"))
         candidates = cell.monitor_nodes() if cell else sorted(
             {n for c in self.cells for n in c.monitor_nodes()})
-        named = [n for n in candidates if role in n]
-        if len(named) == 1:
-            return named[0]
+        matching = [n for n in candidates if role in n]
+        if len(matching) == 1:
+            return matching[0]
         if len(candidates) == 1:
             return candidates[0]
         raise LabError(f"cannot tell which node is the {role} in {self.label}",

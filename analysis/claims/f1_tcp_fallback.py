@@ -30,18 +30,19 @@ from dnslab.errors import LabError
 
 EXPERIMENTS = ("tcp-fallback",)
 SOURCE_TABLE = "seed 000, stair results table (BIND 9.9.4: old records / new untuned / tuned)"
-SERVER_ORDER = ("bind916", "bind")
 MIN_OFFERED = 0.95  # a step offered less than this share of its target measured the generator
 
 
 def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
-    """The cells (records, tuning) of one server, the same for every pair: the first of
-    SERVER_ORDER that has them all, else the only server of the run."""
+    """The cells (records, tuning) of one server, the same for every pair: the first of the
+    run's SEED_SERVERS (experiment data; a run from before it existed: its SERVERS) that has
+    them all, else the only server of the run."""
     # `server=ceiling` cells are the load generator against a canned responder, not a server
     servers = sorted({str(c.params.get("server")) for c in run.cells
                       if "records" in c.params and c.params.get("server") != "ceiling"})
-    ordered = [s for s in SERVER_ORDER if s in servers] + (
-        servers if len(servers) == 1 and servers[0] not in SERVER_ORDER else [])
+    judged = [str(s) for s in run.params.get("seed_servers") or run.params.get("servers") or []]
+    ordered = [s for s in judged if s in servers] + (
+        servers if len(servers) == 1 and servers[0] not in judged else [])
     for server in ordered:
         found = [run.cells_where(server=server, records=r, tuning=t) for r, t in pairs]
         if all(found):

@@ -165,7 +165,7 @@ def largest_model_answer(zone_set: zones.ZoneSet, payload: int) -> int:
 
 
 def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.QueryFile,
-                placement: cpus.Placement) -> None:
+                placement: cpus.Placement, host_server: str) -> None:
     """The generator's own ceiling for this mix, in this run: the same query file, EDNS size,
     timeout and pass criteria, from the client node on the generator's CPUs, against
     `dnsload serve` (a canned responder) in a held server node's namespace on the server's
@@ -173,9 +173,10 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
     and pads TCP answers to the largest modelled answer, so the generator does at least the
     work of the real cells. A geometric coarse stair (CEILING_START x CEILING_FACTOR^k up to
     CEILING_STOP), then the fine pass. The cell's `stair.csv` is the raw data; its
-    `capacity_qps` is the ceiling."""
+    `capacity_qps` is the ceiling. The responder runs in the node of `host_server` (the first
+    server of the run), with that node's daemon held."""
     params = run.params
-    node = server_nodes(run)["bind"]
+    node = server_nodes(run)[host_server]
     payload = int(params["client_bufsize"])
     truncating = float(qfile.manifest["measured"]["truncated_share"])
     tcp_size = largest_model_answer(zone_set, payload)
@@ -359,7 +360,7 @@ def tcp_fallback(run: Run) -> None:
                                     seed=params["seed"], payload=int(params["client_bufsize"]),
                                     mix=mix)
         if params["ceiling"]:
-            run_ceiling(run, records, zone_set, qfile, placement)
+            run_ceiling(run, records, zone_set, qfile, placement, servers[0])
         for server in servers:
             for tuning in params["tunings"]:
                 run_cell(run, server, records, tuning, zone_set, qfile, mix, placement)

@@ -1,0 +1,75 @@
+"""Procedures and analysis never name a daemon: what the lab knows about a server kind is its
+driver in `dnslab/servers/` (issue 16).
+
+Scanned: every identifier and string literal of the Python code in `experiments/` and
+`analysis/`. Not scanned: comments, docstrings and prose (a string with a space in it: claim
+titles, messages; F2's published finding is about dnsdist and says so). Allowed as data: the
+names of experiment files and topologies (`dnsdist-listeners`, the `dnsdist` lab), which are
+file stems, not daemons.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_WORDS = re.compile(
+    r"\b(named|knotd|knotc|nsd|nsd-control|dnsdist|unbound|unbound-control|pdns|pdns_server|"
+    r"pdns_control|rndc|bind|knot)\b")
+DATA_NAMES = (
+    {p.name.removesuffix(".yaml") for p in (ROOT / "experiments").glob("*.yaml")}
+    | {p.name.removesuffix(".clab.yml") for p in (ROOT / "topologies").glob("*.clab.yml")})
+
+
+def docstring_lines(tree: ast.AST) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                lines.add(first.lineno)
+    return lines
+
+
+def server_names_in(path: Path) -> list[str]:
+    """`path:line: token` for each identifier or literal that names a server or its tool."""
+    source = path.read_text()
+    docs = docstring_lines(ast.parse(source))
+    found = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING:
+            if tok.start[0] in docs:
+                continue
+            text = ast.literal_eval(tok.string) if not tok.string.lstrip("rbuRBU").startswith(
+                ("f", "F")) else tok.string
+            if isinstance(text, str) and (" " in text.strip() or text in DATA_NAMES):
+                continue
+        elif tok.type != tokenize.NAME:
+            continue
+        if SERVER_WORDS.search(tok.string):
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+            found.append(f"{where}:{tok.start[0]}: {tok.string}")
+    return found
+
+
+def test_scanner_finds_a_daemon_in_code(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""A docstring may say named."""\n'
+                      'node = nodes["bind"]\n'
+                      'cmd = ["rndc", "reload"]\n'
+                      'title = "dnsdist answers"\n'
+                      'exp = "dnsdist-listeners"\n')
+    found = server_names_in(sample)
+    assert [f.split(": ")[1] for f in found] == ['"bind"', '"rndc"']
+
+
+def test_procedures_and_analysis_name_no_daemon() -> None:
+    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "analysis").rglob("*.py"))
+    assert len(files) > 20
+    found = [hit for path in files for hit in server_names_in(path)]
+    assert not found, "ask the server's driver instead:\n" + "\n".join(found)
