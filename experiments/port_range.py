@@ -52,11 +52,14 @@ def port_range_size(value: str | None) -> int | None:
     return high - low + 1
 
 
-def transfer_rate(cell_dir: Path) -> dict[str, float | int | None]:
+def transfer_rate(cell_dir: Path, window_s: float | None = None
+                  ) -> dict[str, float | int | None]:
     """The secondary's rates in a finished cold-start cell, from its raw files: TCP
-    connections opened per second (what uses ports; 1 Hz monitor, first to last sample with
-    growth) and transfers completed per second (log events, 10th to 90th percentile so the
-    start and the tail do not count)."""
+    connections opened per second (what uses ports; 1 Hz monitor, from the last sample before
+    growth to the last with growth, or only over the first `window_s` seconds of it: the rate
+    falls as the secondary holds more zones, and ports run out on what it opened in the
+    first seconds) and transfers completed per second (log events, 10th to 90th percentile
+    so the start and the tail do not count)."""
     out: dict[str, float | int | None] = {"connections_per_s": None, "transfers_per_s": None,
                                           "transfers": 0, "monitor_samples": 0}
     monitor = next((cell_dir / "monitor").glob("sec-*.csv"), None)
@@ -66,6 +69,9 @@ def transfer_rate(cell_dir: Path) -> dict[str, float | int | None]:
         moving = [i for i in range(1, len(t)) if opened[i] > opened[i - 1]]
         if moving:
             first, last = moving[0] - 1, moving[-1]
+            if window_s is not None:
+                inside = [i for i in range(first + 1, last + 1) if t[i] - t[first] <= window_s]
+                last = inside[-1] if inside else first + 1
             span = t[last] - t[first]
             out["monitor_samples"] = last - first + 1
             if span > 0:

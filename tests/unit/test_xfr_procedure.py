@@ -69,6 +69,24 @@ def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
     assert rate["monitor_samples"] == 10
 
 
+def test_transfer_rate_over_the_first_seconds_when_the_rate_falls(tmp_path):
+    # 800 connections/s for 10 s, then 200/s for 40 s: the ports a secondary uses up first
+    # are those of its fast start, which a whole-run average hides
+    opened, rows = 0, ["t,tcp_active_opens", "0,0"]
+    for t in range(1, 51):
+        opened += 800 if t <= 10 else 200
+        rows.append(f"{t},{opened}")
+    _write(tmp_path / "monitor" / "sec-bind.csv", "\n".join(rows) + "\n")
+    whole = transfer_rate(tmp_path)["connections_per_s"]
+    first_10 = transfer_rate(tmp_path, window_s=10)["connections_per_s"]
+    first_20 = transfer_rate(tmp_path, window_s=20)["connections_per_s"]
+    assert whole == pytest.approx(16000 / 50)
+    assert first_10 == pytest.approx(800.0)
+    assert first_20 == pytest.approx(10000 / 20)
+    # a window longer than the activity is the whole run
+    assert transfer_rate(tmp_path, window_s=500)["connections_per_s"] == whole
+
+
 def test_transfer_rate_without_files_is_unknown(tmp_path):
     (tmp_path / "monitor").mkdir()
     assert transfer_rate(tmp_path) == {"connections_per_s": None, "transfers_per_s": None,
