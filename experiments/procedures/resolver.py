@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +65,43 @@ from dnslab.topology import LAN, Topology
 from dnslab.wait import wait_until
 from experiments.procedures import perf
 
-AUTH_NODES = ("root", "tld", "sld", "sld-slow", "sld-dead")
-TAIL_NODES = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
+# where an authoritative node sits in the emulated internet: its `dnslab.tier` label
+TIERS = ("root", "tld", "sld", "sld-slow", "sld-dead")
+TAIL_TIERS = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
 
 
-def internet(params: dict[str, Any],
-             topo: Topology) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
+@dataclass(frozen=True)
+class ResolverNodes:
+    """The lab's nodes by role and label: the resolver under test, the client (dnsperf,
+    resperf) and the emulated internet's authoritative servers by tier."""
+
+    resolver: str
+    client: str
+    tiers: dict[str, str]  # tier -> node
+
+    @property
+    def auth(self) -> list[str]:
+        return list(self.tiers.values())
+
+    @classmethod
+    def of(cls, topo: Topology) -> ResolverNodes:
+        tiers = {str(n.label("tier")): n.name for n in topo.nodes_where(role="primary")
+                 if n.label("tier")}
+        missing = [t for t in TIERS if t not in tiers]
+        if missing:
+            raise LabError(f"topology {topo.name!r} has no node labelled dnslab.tier="
+                           f"{', '.join(missing)}",
+                           hint="label each authoritative node of the emulated internet with "
+                           f"its tier ({', '.join(TIERS)}), as topologies/resolver.clab.yml does")
+        return cls(resolver=topo.one("resolver").name, client=topo.one("client").name,
+                   tiers={t: tiers[t] for t in TIERS})
+
+
+def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
+             ) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
     """The emulated internet for this lab's addresses, and which node serves which zones."""
-    addr = {n: str(topo.node(n).address) for n in AUTH_NODES}
-    tail = {key: float(params.get(key, 0)) for key in (*TAIL_NODES, "nxdomain_pct")}
+    addr = {tier: str(topo.node(node).address) for tier, node in nodes.tiers.items()}
+    tail = {key: float(params.get(key, 0)) for key in (*TAIL_TIERS, "nxdomain_pct")}
     zone_set = zones.ensure("internet", {
         "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
         "sld_servers": [addr["sld"]], "tlds": params["tlds"], "slds": params["slds"],
@@ -80,11 +109,11 @@ def internet(params: dict[str, Any],
         **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
         **({"dead_servers": [addr["sld-dead"]]} if tail["dead_pct"] else {}),
         **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
-    node_of = {a: n for n, a in addr.items()}
-    per_node: dict[str, list[ZoneRef]] = {n: [] for n in AUTH_NODES}
+    node_of = {a: nodes.tiers[tier] for tier, a in addr.items()}
+    per_node: dict[str, list[ZoneRef]] = {n: [] for n in nodes.auth}
     for zone in zone_set.zones:
         servers = zone.servers or [addr[zone.role or "sld"]]
-        node = node_of.get(servers[0], zone.role or "sld")
+        node = node_of.get(servers[0], nodes.tiers[zone.role or "sld"])
         per_node[node].append(ZoneRef(zone.fqdn, zone.path, on_secondaries=False))
     return zone_set, {n: z for n, z in per_node.items() if z}
 
@@ -103,9 +132,9 @@ def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
     return dnsperf_list, popular
 
 
-def flush(lab: Lab, cell: Cell) -> None:
+def flush(lab: Lab, cell: Cell, node: str) -> None:
     """Empty the resolver's caches with its control command (no network involved)."""
-    (cell.path / "flush.txt").write_text(node_driver(lab, "resolver").flush(lab, "resolver"))
+    (cell.path / "flush.txt").write_text(node_driver(lab, node).flush(lab, node))
 
 
 def node_driver(lab: Lab, node: str) -> Driver:
@@ -129,10 +158,10 @@ class LeakCheck:
     table, an iptables counter on non-lab destinations in its namespace, and UDP accounting
     (datagrams it sent minus datagrams the client and the lab's servers received)."""
 
-    def __init__(self, lab: Lab):
-        self.lab = lab
+    def __init__(self, lab: Lab, nodes: ResolverNodes):
+        self.lab, self.nodes = lab, nodes
         try:
-            lab.run("resolver", ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!",
+            lab.run(nodes.resolver, ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!",
                                  "-d", str(LAN), "-m", "comment", "--comment", "dnslab-leak"])
         except LabError as exc:
             raise LabError("the resolver node cannot count packets leaving the lab: "
@@ -145,7 +174,7 @@ class LeakCheck:
     def _quiet(self, timeout: float = 30.0) -> dict[str, dict[str, int]]:
         """Counters of every node, read when nothing moved for 0.3 s: a datagram in flight
         while they are read would be counted on one side only."""
-        nodes = ("resolver", "client", *AUTH_NODES)
+        nodes = (self.nodes.resolver, self.nodes.client, *self.nodes.auth)
         last: dict[str, dict[str, int]] | None = None
 
         def unchanged() -> dict[str, dict[str, int]] | None:
@@ -158,14 +187,14 @@ class LeakCheck:
                           interval=0.3, hint="is something else sending inside the lab?")
 
     def finish(self, cell: Cell) -> dict[str, Any]:
-        lab = self.lab
+        lab, resolver = self.lab, self.nodes.resolver
         after = self._quiet()
-        sent = after["resolver"]["OutDatagrams"] - self.before["resolver"]["OutDatagrams"]
+        sent = after[resolver]["OutDatagrams"] - self.before[resolver]["OutDatagrams"]
         received = sum(_received(after[n]) - _received(self.before[n])
-                       for n in ("client", *AUTH_NODES))
-        rules = lab.run("resolver", ["iptables", "-w", "-nvxL", "OUTPUT"]).stdout
+                       for n in (self.nodes.client, *self.nodes.auth))
+        rules = lab.run(resolver, ["iptables", "-w", "-nvxL", "OUTPUT"]).stdout
         match = re.search(r"^\s*(\d+)\s+\d+\s+.*dnslab-leak", rules, re.M)
-        routes = lab.run("resolver", ["ip", "-4", "route", "show"]).stdout.strip().splitlines()
+        routes = lab.run(resolver, ["ip", "-4", "route", "show"]).stdout.strip().splitlines()
         evidence = {"resolver_out_datagrams": sent, "lab_received_datagrams": received,
                     "leak_datagrams": sent - received,
                     "outside_lab_packets": int(match.group(1)) if match else None,
@@ -177,39 +206,41 @@ class LeakCheck:
 
 # --- the experiment --------------------------------------------------------------------------
 
-def _lab_data(params: dict[str, Any], topo: Topology, per_node: dict[str, list[ZoneRef]],
-              cores: int, zone_dir: Path) -> LabData:
+def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
+              per_node: dict[str, list[ZoneRef]], cores: int, zone_dir: Path) -> LabData:
     wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
-    kinds = {n: driver(topo.node(n).server) for n in AUTH_NODES}
-    resolver = driver(topo.node("resolver").server)
+    kinds = {n: driver(topo.node(n).server) for n in nodes.auth}
+    resolver = driver(topo.node(nodes.resolver).server)
     return LabData(
-        zones=[], health_zone=per_node["tld"][0].name, node_zones=per_node,
-        node_options={"resolver": resolver.resolver_options(
+        zones=[], health_zone=per_node[nodes.tiers["tld"]][0].name, node_zones=per_node,
+        node_options={nodes.resolver: resolver.resolver_options(
                           cores, params.get(f"{resolver.kind}_options", {})),
                       # authoritative servers answer the resolver at any rate
-                      **{n: kinds[n].no_rate_limit_options() for n in AUTH_NODES}},
+                      **{n: kinds[n].no_rate_limit_options() for n in nodes.auth}},
         sysctls={}, extra_binds=[zone_dir], wan=wan)
 
 
-def idle_nodes(per_node: dict[str, list[ZoneRef]]) -> list[str]:
+def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:
     """Authoritative nodes with no zone to serve in this run (no tail): not started."""
-    return [n for n in AUTH_NODES if n not in per_node]
+    return [n for n in nodes.auth if n not in per_node]
 
 
-def _cpu(cell: Cell) -> float | None:
-    """Unbound's mean CPU while it worked (the samples above 1 %)."""
-    series = read_series(cell.path / "monitor" / "resolver.csv", "cpu_pct")
+def _cpu(cell: Cell, node: str) -> float | None:
+    """The resolver's mean CPU while it worked (the samples above 1 %)."""
+    series = read_series(cell.path / "monitor" / f"{node}.csv", "cpu_pct")
     return series.mean_above(1) if series else None
 
 
-def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
+def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name: str,
           params: dict[str, Any], duration_s: float = 0) -> dict[str, Any]:
     """One dnsperf pass over the list, or `duration_s` seconds looping over it."""
-    result = perf.dnsperf(lab, "client", lab.address("resolver"), qfile, cell.path / name,
+    result = perf.dnsperf(lab, nodes.client, lab.address(nodes.resolver), qfile,
+                          cell.path / name,
                           runs=None if duration_s else 1, duration_s=duration_s or None,
                           outstanding=q, timeout_s=params["timeout_s"])
-    if not lab.alive("resolver"):
-        raise LabError("the resolver exited under load", hint=f"its log: {lab.log('resolver')}")
+    if not lab.alive(nodes.resolver):
+        raise LabError("the resolver exited under load",
+                       hint=f"its log: {lab.log(nodes.resolver)}")
     row = result.row()
     keep = ("qps", "sent", "completed", "lost", "run_time_s", "avg_latency_ms",
             "max_latency_ms", "rcode_NOERROR", "rcode_SERVFAIL", "rcode_NXDOMAIN",
@@ -217,16 +248,16 @@ def _pass(lab: Lab, cell: Cell, qfile: Path, q: int, name: str,
     return {k: row[k] for k in keep}
 
 
-def _trial(lab: Lab, cell: Cell, qfile: Path, q: int, state: str, trial: int,
-           params: dict[str, Any]) -> dict[str, Any]:
+def _trial(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, state: str,
+           trial: int, params: dict[str, Any]) -> dict[str, Any]:
     """One trial: flush; warm: one pass to fill the cache; then the measured pass."""
-    flush(lab, cell)
+    flush(lab, cell, nodes.resolver)
     row: dict[str, Any] = {"trial": trial}
     if state == "warm":
-        warm = _pass(lab, cell, qfile, q, f"dnsperf-warmup-{trial}.txt", params)
+        warm = _pass(lab, cell, nodes, qfile, q, f"dnsperf-warmup-{trial}.txt", params)
         row.update({"warmup_qps": warm["qps"], "warmup_run_time_s": warm["run_time_s"]})
     measured_s = float(params["warm_s"]) if state == "warm" else 0
-    row.update(_pass(lab, cell, qfile, q, f"dnsperf-{trial}.txt", params, measured_s))
+    row.update(_pass(lab, cell, nodes, qfile, q, f"dnsperf-{trial}.txt", params, measured_s))
     return row
 
 
@@ -234,10 +265,11 @@ def cache(run: Run) -> None:
     """resolver-cache: cold and warm dnsperf trials at each -q, then resperf's ramps."""
     params = run.params
     cores = int(params.get("cores") or os.cpu_count() or 1)
-    zone_set, per_node = internet(params, run.topology)
+    nodes = ResolverNodes.of(run.topology)
+    zone_set, per_node = internet(params, run.topology, nodes)
     dnsperf_list, resperf_list = name_lists(run, zone_set)
-    data = _lab_data(params, run.topology, per_node, cores, zone_set.path)
-    idle = idle_nodes(per_node)
+    data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path)
+    idle = idle_nodes(nodes, per_node)
     base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
             "trials": params["trials"]}
     trials = int(params["trials"])
@@ -251,18 +283,19 @@ def cache(run: Run) -> None:
             with run.cell(cell_id, {"cache": state, "outstanding": q, "tool": "dnsperf",
                                     **base}) as cell:
                 lab = cell.up(data, hold=idle)
-                leak = LeakCheck(lab)
-                cell.monitor(["resolver"])
+                leak = LeakCheck(lab, nodes)
+                cell.monitor([nodes.resolver])
                 rows = []
                 for trial in range(1, trials + 1):
-                    rows.append(_trial(lab, cell, dnsperf_list, q, state, trial, params))
+                    rows.append(_trial(lab, cell, nodes, dnsperf_list, q, state, trial, params))
                     perf.write_rows(cell.path / "trials.csv", rows)
                 assert cell.monitors is not None
                 cell.monitors.stop()
                 cell.figures.update({k: perf.median([r[k] for r in rows])
                                      for k in rows[0] if k != "trial"})
                 cell.figures.update({"qps_trials": [r["qps"] for r in rows],
-                                     "resolver_cpu_pct": _cpu(cell), "names": params["names"],
+                                     "resolver_cpu_pct": _cpu(cell, nodes.resolver),
+                                     "names": params["names"],
                                      **leak.finish(cell)})
     if not params["resperf"]:
         return
@@ -272,23 +305,24 @@ def cache(run: Run) -> None:
         with run.cell(f"ramp=resperf,cache={state}",
                       {"cache": state, "tool": "resperf", **base}) as cell:
             lab = cell.up(data, hold=idle)
-            leak = LeakCheck(lab)
-            flush(lab, cell)
-            cell.monitor(["resolver"])
+            leak = LeakCheck(lab, nodes)
+            flush(lab, cell, nodes.resolver)
+            cell.monitor([nodes.resolver])
             max_qps = int(params["resperf_max_qps"])
             if state == "warm":
-                warm = _pass(lab, cell, resperf_list, max(params["outstanding"]),
+                warm = _pass(lab, cell, nodes, resperf_list, max(params["outstanding"]),
                              "dnsperf-warmup.txt", params)
                 cell.figures["warmup_qps"] = warm["qps"]
             else:
                 # the ramp sends max_qps * ramp / 2 queries: stay within the list, read once
                 lines = sum(1 for _ in open(resperf_list))
                 max_qps = min(max_qps, int(1.9 * lines / params["resperf_ramp_s"]))
-            summary = perf.resperf(lab, "client", lab.address("resolver"), resperf_list,
+            summary = perf.resperf(lab, nodes.client, lab.address(nodes.resolver), resperf_list,
                                    cell.path, max_qps=max_qps, ramp_s=params["resperf_ramp_s"],
                                    clients=params["resperf_clients"],
                                    timeout_s=params["timeout_s"], reopen=state == "warm")
             assert cell.monitors is not None
             cell.monitors.stop()
             cell.figures.update({**summary, "resperf_max_qps_used": max_qps,
-                                 "resolver_cpu_pct": _cpu(cell), **leak.finish(cell)})
+                                 "resolver_cpu_pct": _cpu(cell, nodes.resolver),
+                                 **leak.finish(cell)})
