@@ -32,6 +32,17 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def run_in(netns_path: str, argv: list[str], hint: str = "is iproute2 installed?",
+           check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a command inside the network namespace at `netns_path` (either runtime)."""
+    proc = subprocess.run(["nsenter", f"--net={netns_path}", *argv], capture_output=True,
+                          text=True)
+    if check and proc.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed in {netns_path}: {proc.stderr.strip()}",
+                       hint=hint)
+    return proc
+
+
 def list_namespaces() -> list[str]:
     out = ip("netns", "list", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]

@@ -73,6 +73,18 @@ class Node:
         return self.label("image") or self.server
 
 
+def spare_addresses(topo: Topology, count: int) -> list[ipaddress.IPv4Address]:
+    """`count` LAN addresses no node has, from the top of the LAN down (an experiment may give
+    a node extra addresses there, e.g. the resolver lab's many dead name servers)."""
+    top = max((n.address for n in topo.nodes.values()), default=LAN.network_address)
+    spare = [LAN.broadcast_address - 1 - k for k in range(count)]
+    if spare and spare[-1] <= top:
+        raise LabError(f"{count} spare addresses do not fit in {LAN} above {topo.name}'s "
+                       f"last node ({top})",
+                       hint=f"ask for at most {int(LAN.broadcast_address) - 1 - int(top)}")
+    return spare
+
+
 @dataclass
 class Topology:
     """A parsed topology: the lab's name, its bridge and its nodes in file order."""

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dnslab.errors import LabError
+from dnslab.nsenter import run_in
 from dnslab.wait import WaitTimeout, wait_until
 
 IFACE = "eth1"
@@ -78,13 +79,9 @@ def parse(node: str, spec: dict[str, Any]) -> LinkShape:
 
 def _in_ns(netns_path: str, argv: list[str], check: bool = True
            ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["nsenter", f"--net={netns_path}", *argv], capture_output=True,
-                          text=True)
-    if check and proc.returncode != 0:
-        raise LabError(f"{' '.join(argv)} failed in {netns_path}: {proc.stderr.strip()}",
-                       hint="WAN emulation needs tc (iproute2), or iptables-legacy and "
-                            "libnetfilter-queue (make setup)")
-    return proc
+    return run_in(netns_path, argv, check=check,
+                  hint="WAN emulation needs tc (iproute2), or iptables-legacy and "
+                       "libnetfilter-queue (make setup)")
 
 
 def kernel_has_netem(netns_path: str) -> bool:

@@ -59,9 +59,10 @@ from dnslab.counters import read_series, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
+from dnslab.nsenter import run_in
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver
-from dnslab.topology import LAN, Topology
+from dnslab.topology import LAN, Topology, spare_addresses
 from dnslab.wait import wait_until
 from experiments.procedures import perf
 
@@ -97,19 +98,32 @@ class ResolverNodes:
                    tiers={t: tiers[t] for t in TIERS})
 
 
+def dead_addresses(params: dict[str, Any], topo: Topology, nodes: ResolverNodes) -> list[str]:
+    """The dead tier's name-server addresses: its node's own and `dead_addresses` - 1 spare
+    LAN addresses it is given as well. On the internet each dead domain has name servers of
+    its own, and a resolver learns each one's death separately (Unbound's infra cache keeps
+    a timeout count per address); behind one shared address the first few timeouts would
+    block it for all of them, and every later dead name would get an instant SERVFAIL."""
+    own = str(topo.node(nodes.tiers["sld-dead"]).address)
+    extra = max(0, int(params.get("dead_addresses") or 1) - 1)
+    return [own, *(str(a) for a in spare_addresses(topo, extra))]
+
+
 def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
              ) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
     """The emulated internet for this lab's addresses, and which node serves which zones."""
     addr = {tier: str(topo.node(node).address) for tier, node in nodes.tiers.items()}
+    dead = dead_addresses(params, topo, nodes)
     tail = {key: float(params.get(key, 0)) for key in (*TAIL_TIERS, "nxdomain_pct")}
     zone_set = zones.ensure("internet", {
         "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
         "sld_servers": [addr["sld"]], "tlds": params["tlds"], "slds": params["slds"],
         "names": max(params["names"], params["resperf_names"]),
         **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
-        **({"dead_servers": [addr["sld-dead"]]} if tail["dead_pct"] else {}),
+        **({"dead_servers": dead} if tail["dead_pct"] else {}),
         **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
-    node_of = {a: nodes.tiers[tier] for tier, a in addr.items()}
+    node_of = {a: nodes.tiers[tier] for tier, a in addr.items()} | {
+        a: nodes.tiers["sld-dead"] for a in dead}
     per_node: dict[str, list[ZoneRef]] = {n: [] for n in nodes.auth}
     for zone in zone_set.zones:
         servers = zone.servers or [addr[zone.role or "sld"]]
@@ -130,6 +144,23 @@ def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
     dnsperf_list = out / f"popular-{run.params['names']}.txt"
     dnsperf_list.write_text("".join(lines[: run.params["names"]]))
     return dnsperf_list, popular
+
+
+def add_dead_addresses(lab: Lab, nodes: ResolverNodes, addresses: list[str]) -> None:
+    """Put the dead tier's extra addresses on its node's eth1 (gone with the node), and pin
+    every dead address to that node's MAC in the resolver's neighbour table: a link that
+    loses everything also loses ARP replies under netem, and a query that never leaves the
+    resolver would not reach the node (nor be counted by the leak check)."""
+    dead = nodes.tiers["sld-dead"]
+    hint = "the resolver lab needs iproute2 and nsenter on the host (make setup)"
+    for address in addresses[1:]:
+        run_in(lab.netns(dead), ["ip", "addr", "add", f"{address}/{LAN.prefixlen}", "dev",
+                                 "eth1"], hint=hint)
+    shown = run_in(lab.netns(dead), ["ip", "-j", "link", "show", "dev", "eth1"], hint=hint)
+    link = json.loads(shown.stdout)[0]["address"]
+    for address in addresses:
+        run_in(lab.netns(nodes.resolver), ["ip", "neigh", "replace", address, "lladdr", link,
+                                          "dev", "eth1", "nud", "permanent"], hint=hint)
 
 
 def flush(lab: Lab, cell: Cell, node: str) -> None:
@@ -270,8 +301,10 @@ def cache(run: Run) -> None:
     dnsperf_list, resperf_list = name_lists(run, zone_set)
     data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path)
     idle = idle_nodes(nodes, per_node)
+    dead = dead_addresses(params, run.topology, nodes) if nodes.tiers["sld-dead"] in per_node \
+        else []
     base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
-            "trials": params["trials"]}
+            "trials": params["trials"], "dead_addresses": len(dead)}
     trials = int(params["trials"])
     run.plan(2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
              per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
@@ -283,6 +316,8 @@ def cache(run: Run) -> None:
             with run.cell(cell_id, {"cache": state, "outstanding": q, "tool": "dnsperf",
                                     **base}) as cell:
                 lab = cell.up(data, hold=idle)
+                if dead:
+                    add_dead_addresses(lab, nodes, dead)
                 leak = LeakCheck(lab, nodes)
                 cell.monitor([nodes.resolver])
                 rows = []
@@ -305,6 +340,8 @@ def cache(run: Run) -> None:
         with run.cell(f"ramp=resperf,cache={state}",
                       {"cache": state, "tool": "resperf", **base}) as cell:
             lab = cell.up(data, hold=idle)
+            if dead:
+                add_dead_addresses(lab, nodes, dead)
             leak = LeakCheck(lab, nodes)
             flush(lab, cell, nodes.resolver)
             cell.monitor([nodes.resolver])

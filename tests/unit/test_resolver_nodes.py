@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import yaml
 
 from dnslab import topology
 from dnslab.errors import LabError
-from experiments.procedures.resolver import TIERS, ResolverNodes
+from experiments.procedures.resolver import TIERS, ResolverNodes, dead_addresses
 
 RESOLVER_LAB = Path(__file__).resolve().parents[2] / "topologies" / "resolver.clab.yml"
 
@@ -39,3 +40,22 @@ def test_a_missing_tier_is_one_line_with_a_hint(tmp_path):
     with pytest.raises(LabError) as err:
         ResolverNodes.of(topology.from_dict(raw, tmp_path / "resolver.clab.yml"))
     assert "dnslab.tier=sld-dead" in err.value.one_line() and err.value.hint
+
+
+def test_dead_zones_get_distinct_addresses_above_every_node():
+    topo = topology.load("resolver")
+    nodes = ResolverNodes.of(topo)
+    dead = dead_addresses({"dead_addresses": 64}, topo, nodes)
+    assert len(set(dead)) == 64
+    assert dead[0] == str(topo.node(nodes.tiers["sld-dead"]).address)
+    highest = max(n.address for n in topo.nodes.values())
+    assert all(ipaddress.IPv4Address(a) > highest for a in dead[1:])
+    assert all(ipaddress.IPv4Address(a) in topology.LAN for a in dead)
+    assert dead_addresses({"dead_addresses": 1}, topo, nodes) == dead[:1]
+
+
+def test_too_many_dead_addresses_is_one_line(tmp_path):
+    topo = topology.load("resolver")
+    with pytest.raises(LabError) as err:
+        dead_addresses({"dead_addresses": 250}, topo, ResolverNodes.of(topo))
+    assert "ask for at most" in err.value.one_line()
