@@ -114,6 +114,59 @@ def require_below_ceiling(run: Run, cell: Cell, rate: float, label: str, remedy:
     return ceiling
 
 
+
+# --- paced TCP trials (tcp-sysctl) -------------------------------------------------------------
+
+def paced_ceiling(run: Run) -> pd.DataFrame | None:
+    """dnsperf's own ceiling per load of a tcp-sysctl run: the `phase=ceiling` cell's paced
+    trials against the canned responder (`ceiling.csv`), one row per `load_pct` with the
+    median `target_qps`, the median answered `qps` and the median `sent_qps` (sent /
+    trial_s). None when the run has no ceiling cell (before it existed, or CEILING=false)."""
+    cells = run.cells_where(phase="ceiling")
+    if not cells:
+        return None
+    frame = cells[0].csv("ceiling.csv", ("mode", "load_pct", "target_qps", "qps", "sent"))
+    paced = frame[frame["mode"] == "paced"].copy()
+    paced["sent_qps"] = paced["sent"] / float(run.params["trial_s"])
+    return (paced.groupby("load_pct", as_index=False)
+            .agg(target_qps=("target_qps", "median"), qps=("qps", "median"),
+                 sent_qps=("sent_qps", "median")))
+
+
+def require_paced_load_reached(run: Run, load: float, trials: dict[str, pd.DataFrame],
+                               remedy: str) -> None:
+    """Precondition of the tcp-sysctl claims at one load: the generator reached the load's
+    target against the canned responder in this run (its answered qps >= GENERATOR_BOUND_SHARE
+    of the target), and every compared trial (`trials`: profile -> its rows at that load,
+    columns `trial`, `target_qps`, `sent`) sent at least that share of its target over the
+    trial's length. Else the comparison is the generator's, not the server's."""
+    ceiling = paced_ceiling(run)
+    require(ceiling is not None,
+            "no generator ceiling measured in this run (a run from before the `phase=ceiling` "
+            "cell, or CEILING=false)",
+            "a run that measures dnsperf's ceiling for the same load (ceiling: true)")
+    assert ceiling is not None
+    at = ceiling[np.isclose(ceiling["load_pct"].to_numpy(float), load)]
+    require(not at.empty, f"the ceiling cell ran no trial at {load:.0f} % load",
+            "a ceiling cell with the same loads as the profile cells")
+    reached, target = float(at["qps"].iloc[0]), float(at["target_qps"].iloc[0])
+    require(reached >= GENERATOR_BOUND_SHARE * target,
+            f"generator-limited at {load:.0f} % load: ceiling {reached:,.0f} qps for target "
+            f"{target:,.0f} qps ({reached / target:.0%})", remedy)
+    trial_s = float(run.params["trial_s"])
+    for profile, rows in trials.items():
+        sent_qps = rows["sent"] / trial_s
+        short = rows[sent_qps < GENERATOR_BOUND_SHARE * rows["target_qps"]]
+        if not short.empty:
+            row = short.iloc[0]
+            require(False,
+                    f"generator-limited at {load:.0f} % load: {profile} trial "
+                    f"{int(row['trial'])} sent {float(row['sent']) / trial_s:,.0f} qps for "
+                    f"target {float(row['target_qps']):,.0f} qps "
+                    f"({len(short)} of {len(rows)} trials below "
+                    f"{GENERATOR_BOUND_SHARE:.0%})", remedy)
+
+
 # --- cold-start zone transfers (xfr-30k-zones, xfr-zone-sweep) -------------------------------
 
 @dataclass(frozen=True)

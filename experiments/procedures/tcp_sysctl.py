@@ -5,10 +5,26 @@ records; only the server chosen by SERVER runs) and `client` (dnsperf `-m tcp`, 
 connections, each closed and reopened after `queries_per_conn` queries so connection setup
 and the listen queue are part of the load).
 
+Placement (`Run.placement`): the client (dnsperf) on the generator's CPUs, the server under
+test on the server's, in every cell (disjoint unless SHARE_CORES=1; recorded in meta.json).
+
 Cells, in order:
 - `phase=capacity`: default profile; `capacity_trials` closed-loop dnsperf runs of
   `capacity_s` (no -Q: as fast as `outstanding` queries in flight allow); figures
   `capacity_qps` (median), `capacity_trials` (each). Every later rate is a share of this.
+- `phase=ceiling` (unless `ceiling: false`): the generator's own ceiling for the trials' load,
+  in this run, on this placement: the same dnsperf command as the trials (TCP, `clients`,
+  `threads`, `queries_per_conn`, `timeout_s`, the open-loop outstanding, `-Q` at each load
+  in `loads` of the capacity, `trial_s`), `ceiling_trials` times per load, plus the capacity
+  run's closed-loop command once per trial, against `dnsload serve` (a canned responder that
+  answers every query of a TCP connection, on as many connections as come) in the server
+  node's namespace, on the server's CPUs, with every server daemon held. `ceiling.csv`: the
+  trials.csv columns plus `mode` (`paced` | `closed`) and `sent_qps`; figures per load L
+  `ceiling_qps_l<L>` (median answered qps), `ceiling_sent_qps_l<L>` (median sent / trial_s),
+  `target_qps_l<L>`, and `closed_loop_ceiling_qps`; `dnsload/serve.jsonl` the responder's
+  own counts (queries and TCP connections it served). The analysis
+  (`analysis.derived.f5_generator_limits`) judges a load whose target the generator did not
+  reach against the responder as generator-limited.
 - `profile=<name>` for each profile in `profiles` (the profile's sysctls on the server node;
   keys that are host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else
   listed in `params.sysctls_skipped_host_wide`): `trials` rounds, each round one trial per
@@ -19,7 +35,8 @@ Cells, in order:
   capacity is the default profile's, not a cap), and one that serves less loses queries.
 
 Files per profile cell: `trials.csv`, one row per trial: `trial`, `load_pct`, `target_qps`,
-`outstanding`, dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`,
+`sent_qps` (what dnsperf sent / trial_s: the rate it really offered), `outstanding`,
+dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`,
 `avg_latency_ms`, `max_latency_ms`, `stdev_latency_ms`, `reconnections`,
 `generator_cpu_pct`, the server namespace's counter increases over the trial
 `listen_overflows` (TcpExt ListenOverflows: the accept queue was full, where
@@ -38,16 +55,19 @@ profile) are the analysis' (`analysis.stats.write_stats` -> `stats.json`).
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from dnslab import cpus, paths
 from dnslab.counters import deltas, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
+from experiments.dnsload import ensure_dnsload
 from experiments.procedures import perf
 
 ZONE = "tcp.test."
@@ -91,7 +111,7 @@ def open_loop_outstanding(rate: float | None, params: dict[str, Any]) -> int:
 
 
 def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: float | None,
-           name: str) -> dict[str, Any]:
+           name: str, responder: bool = False) -> dict[str, Any]:
     lab = cell.lab
     assert lab is not None
     before = _tcp_counters(lab, node)
@@ -107,9 +127,11 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
                           timeout_s=params["timeout_s"], extra=extra,
                           latency_csv=latency if params["latency_histogram"] else None)
     after = _tcp_counters(lab, node)
-    if not lab.alive(node):
+    if not responder and not lab.alive(node):
         raise LabError(f"{node} exited under load", hint=f"its log: {lab.log(node)}")
     row = {"outstanding": outstanding, **result.row()}
+    if rate:
+        row = {"sent_qps": round(result.sent / params["trial_s"], 1), **row}
     gained = deltas(before, after, list(COUNTERS.values()))
     row.update({column: gained[key] for column, key in COUNTERS.items()})
     row["latency_file"] = latency.name if params["latency_histogram"] else ""
@@ -117,10 +139,82 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
 
 
 def _data(node: str, server: str, zone: ZoneRef, params: dict[str, Any],
-          sysctls: dict[str, str]) -> LabData:
+          sysctls: dict[str, str], placement: cpus.Placement) -> LabData:
     return LabData(zones=[zone], health_zone=ZONE,
                    node_options={node: server_options(server, params)},
-                   sysctls={node: sysctls} if sysctls else {})
+                   sysctls={node: sysctls} if sysctls else {},
+                   cpu_sets={"client": placement.generator, node: placement.server})
+
+
+def run_ceiling(run: Run, node: str, servers: list[str], zone: ZoneRef, qfile: Path,
+                capacity: float, placement: cpus.Placement) -> None:
+    """The generator's ceiling for the trials' load (see the module docstring): the trials'
+    dnsperf command at each load, and the capacity run's, against `dnsload serve` in `node`'s
+    namespace (its daemon and every other server held)."""
+    params = run.params
+    loads = list(params["loads"])
+    binary = ensure_dnsload()
+    data = LabData(zones=[zone], health_zone=ZONE, extra_binds=[paths.BIN],
+                   cpu_sets={"client": placement.generator, node: placement.server})
+    cell_params = {"phase": "ceiling", "responder": "dnsload serve", "responder_node": node,
+                   "capacity_qps": round(capacity, 1), "loads": loads,
+                   "placement": placement.as_dict()}
+    trials = int(params["ceiling_trials"])
+    per_trial = max(params["trial_s"], params["capacity_s"]) + 2 * params["timeout_s"] + 10
+    budget = trials * (len(loads) + 1) * per_trial + 120
+    with run.cell("phase=ceiling", cell_params) as cell:
+        lab = cell.up(data, hold=servers)
+        serve = lab.popen(node, [str(binary), "serve", "-a", f"{lab.address(node)}:53",
+                                 "-l", f"{budget:g}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready = ""
+        try:
+            ready = serve.stdout.readline() if serve.stdout else ""
+            if '"serve_ready"' not in ready:
+                raise LabError("dnsload serve did not start in the server node: "
+                               + (serve.stderr.read() if serve.stderr else ""),
+                               hint="run build/bin/dnsload serve by hand in that node")
+            cell.monitor([node])
+            rows: list[dict[str, Any]] = []
+            for trial in range(1, trials + 1):
+                rows.append({"trial": trial, "mode": "closed", "load_pct": "", "target_qps": "",
+                             **_trial(cell, node, qfile, params, None,
+                                      f"dnsperf-closed-{trial}.txt", responder=True)})
+                order = loads if trial % 2 else list(reversed(loads))
+                for load in order:
+                    rate = capacity * load / 100
+                    rows.append({"trial": trial, "mode": "paced", "load_pct": load,
+                                 "target_qps": round(rate, 1),
+                                 **_trial(cell, node, qfile, params, rate,
+                                          f"dnsperf-l{load}-{trial}.txt", responder=True)})
+            perf.write_rows(cell.path / "ceiling.csv", _uniform(rows))
+            cell.figures.update(_ceiling_figures(rows, loads, capacity))
+        finally:
+            serve.terminate()
+            out, _ = serve.communicate(timeout=30)
+            (cell.path / "dnsload").mkdir(exist_ok=True)
+            (cell.path / "dnsload" / "serve.jsonl").write_text(ready + (out or ""))
+
+
+def _uniform(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every column any row has (a closed-loop row has no `sent_qps`)."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return [{c: row.get(c, "") for c in columns} for row in rows]
+
+
+def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
+                     capacity: float) -> dict[str, Any]:
+    closed = [r["qps"] for r in rows if r["mode"] == "closed"]
+    figures: dict[str, Any] = {"capacity_qps": round(capacity, 1),
+                               "closed_loop_ceiling_qps": perf.median(closed)}
+    for load in loads:
+        mine = [r for r in rows if r["mode"] == "paced" and r["load_pct"] == load]
+        figures.update({
+            f"target_qps_l{load}": round(capacity * load / 100, 1),
+            f"ceiling_qps_l{load}": perf.median([r["qps"] for r in mine]),
+            f"ceiling_sent_qps_l{load}": perf.median([r["sent_qps"] for r in mine]),
+        })
+    return figures
 
 
 def trials(run: Run) -> None:
@@ -134,11 +228,12 @@ def trials(run: Run) -> None:
                        hint="SERVER=" + ", ".join(nodes))
     node = nodes[server]
     others = [n for n in nodes.values() if n != node]
+    placement = run.placement()
     zone, qfile = write_zone(run, params["names"])
     loads = list(params["loads"])
     trial_s = params["trial_s"] + 2 * params["timeout_s"] + 1
     per_profile = params["trials"] * len(loads) * trial_s + 15
-    run.plan(1 + len(params["profiles"]), per_cell_s=per_profile)
+    run.plan(1 + bool(params["ceiling"]) + len(params["profiles"]), per_cell_s=per_profile)
     print(f"tcp-sysctl: {len(params['profiles'])} profiles x {params['trials']} trials x "
           f"{len(loads)} loads x {params['trial_s']} s: about "
           f"{(len(params['profiles']) * per_profile + 60) / 3600:.1f} h", file=sys.stderr)
@@ -148,7 +243,7 @@ def trials(run: Run) -> None:
     else:
         with run.cell("phase=capacity", {"phase": "capacity", "server": server,
                                          "profile": "default"}) as cell:
-            cell.up(_data(node, server, zone, params, {}), hold=others)
+            cell.up(_data(node, server, zone, params, {}, placement), hold=others)
             cell.monitor([node])
             rows = [_trial(cell, node, qfile, params, None, f"dnsperf-capacity-{i}.txt")
                     for i in range(1, params["capacity_trials"] + 1)]
@@ -161,15 +256,17 @@ def trials(run: Run) -> None:
                 "listen_overflows": sum(r["listen_overflows"] for r in rows)})
     if capacity <= 0:
         raise LabError("the capacity run answered nothing", hint="see phase=capacity's files")
+    if params["ceiling"] and run.finished("phase=ceiling") is None:
+        run_ceiling(run, node, list(nodes.values()), zone, qfile, capacity, placement)
     for profile in params["profiles"]:
         if run.finished(f"profile={profile}") is not None:
             continue
         sysctls, skipped = perf.profile_sysctls(run, profile)
         cell_params = {"profile": profile, "server": server, "sysctls": sysctls,
                        "sysctls_skipped_host_wide": skipped, "capacity_qps": round(capacity, 1),
-                       "loads": loads}
+                       "loads": loads, "placement": placement.as_dict()}
         with run.cell(f"profile={profile}", cell_params) as cell:
-            cell.up(_data(node, server, zone, params, sysctls), hold=others)
+            cell.up(_data(node, server, zone, params, sysctls, placement), hold=others)
             cell.monitor([node])
             rows = []
             for trial in range(1, params["trials"] + 1):

@@ -270,6 +270,18 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.5})),  # far beyond +8 %
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, overflows=0)),
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, capped=True)),
+    # the generator's ceiling (dnsperf against the canned responder, same run): a compared
+    # load it cannot reach, a trial that sent less than asked, or no ceiling measured
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=19000)),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=15000)),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85},
+                                     sent_share={"tso-win-divisor-1": 0.8})),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=None)),
+    ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, generator_max=19000)),
+    ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0}, generator_max=19000)),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=15000)),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, sent_share={"default": 0.8})),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=None)),
 ]
 
 
@@ -310,6 +322,18 @@ def test_not_applicable_names_the_measured_figure_and_the_remedy(tmp_path: Path)
     assert "< 1,000 ports" in v["detail"] and "to judge it:" in v["detail"]
     v = verdicts_of(f2(listeners=2)(tmp_path / "b"))["F2.qps-gain"]
     assert "2 listener(s)" in v["detail"] and "cores" in v["detail"]
+
+
+def test_f5_generator_limited_names_the_ceiling_and_the_target(tmp_path: Path) -> None:
+    v = verdicts_of(f5(gain={"diiner": 1.08}, generator_max=15000)(tmp_path / "a"))
+    detail = v["F5.abort-on-overflow"]["detail"]
+    assert "generator-limited at 100 % load: ceiling 15,000 qps for target 20,000 qps" in detail
+    assert "QUERIES_PER_CONN" in detail
+    v = verdicts_of(f5(gain={"diiner": 1.08}, sent_share={"diiner": 0.8})(tmp_path / "b"))
+    assert "diiner trial 1 sent 16,000 qps for target 20,000 qps" in v[
+        "F5.abort-on-overflow"]["detail"]
+    v = verdicts_of(f5(gain={"diiner": 1.08}, generator_max=None)(tmp_path / "c"))
+    assert "no generator ceiling measured" in v["F5.abort-on-overflow"]["detail"]
 
 
 def test_good_run_reproduces_every_f3_claim_and_carries_the_warning(tmp_path: Path) -> None:
