@@ -8,6 +8,11 @@ ceiling it reached. A share of 90 % or more means the cell measured the generato
 server. A ceiling printed as ">=N" never failed: the generator was not pushed to its limit.
 It is a benchmark printout, not a verdict: the claims decide in analysis/.
 
+tcp-sysctl paces its trials (dnsperf -Q at each load's share of the capacity): its rows are
+per load, the target beside dnsperf's ceiling at that target (the `phase=ceiling` cell:
+the same command against `dnsload serve`) and each profile's median answered qps; a
+ceiling below 90 % of the target marks the load generator-limited.
+
     python -m bench.bench_ceilings [RUN_DIR ...]
 """
 
@@ -38,7 +43,38 @@ def _cells(run: Path) -> list[dict[str, Any]]:
 
 def _is_ceiling(cell: dict[str, Any]) -> bool:
     params = cell.get("params", {})
-    return params.get("server") == "ceiling" or params.get("variant") == "ceiling"
+    return (params.get("server") == "ceiling" or params.get("variant") == "ceiling"
+            or params.get("phase") == "ceiling")
+
+
+def paced_rows_for(run: Path) -> list[dict[str, Any]]:
+    """tcp-sysctl: one row per profile cell and load: the target, dnsperf's ceiling at that
+    target (None: no ceiling cell), the profile's median answered qps, its share of the
+    ceiling, and whether the ceiling fell short of the target (generator-limited)."""
+    meta = json.loads((run / "meta.json").read_text())
+    cells = _cells(run)
+    ceiling = next((c["figures"] for c in cells if _is_ceiling(c)), {})
+    capacity = next((c["figures"].get("capacity_qps") for c in cells
+                     if c.get("params", {}).get("phase") == "capacity"), None)
+    loads = (meta.get("params") or {}).get("loads") or []
+    rows = []
+    for cell in cells:
+        params = cell.get("params", {})
+        if "phase" in params or "profile" not in params:
+            continue
+        figures = cell.get("figures", {})
+        for load in loads:
+            target = figures.get(f"target_qps_l{load}")
+            reached = ceiling.get(f"ceiling_qps_l{load}")
+            rate = figures.get(f"qps_l{load}")
+            rows.append({"experiment": meta["experiment"], "run": meta["run_id"],
+                         "cell": f"{cell['cell_id']} @{load}%", "capacity": capacity,
+                         "target": target, "ceiling": reached, "rate": rate,
+                         "share": rate / reached if rate is not None and reached else None,
+                         "generator_limited": bool(target and reached is not None
+                                                   and reached < GENERATOR_BOUND_SHARE * target),
+                         "placement": meta.get("placement")})
+    return rows
 
 
 def _rate(cell: dict[str, Any]) -> float | None:
@@ -83,10 +119,49 @@ def rows_for(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _where(placement: dict[str, Any] | None) -> str:
+    if not placement:
+        return "not placed"
+    return (f"gen {placement.get('generator_cpus')} / srv {placement.get('server_cpus')}"
+            + (" shared" if placement.get("shared") else ""))
+
+
+def _qps(value: float | None, missing: str = "-") -> str:
+    return missing if value is None else f"{value:,.0f}"
+
+
+def print_paced(run: Path) -> None:
+    """tcp-sysctl's per-load table."""
+    rows = paced_rows_for(run)
+    if not rows:
+        print(f"{run}: no profile cells")
+    print(f"{'experiment/run':44} {'cell @load':44} {'capacity':>9} {'target':>9} "
+          f"{'generator':>10} {'server qps':>10} {'share':>6}  placement")
+    for row in rows:
+        share = "-" if row["share"] is None else f"{row['share']:.0%}"
+        flag = "  generator-limited" if row["generator_limited"] else ""
+        print(f"{row['experiment'] + '/' + row['run']:44} {row['cell']:44} "
+              f"{_qps(row['capacity']):>9} {_qps(row['target']):>9} "
+              f"{_qps(row['ceiling'], 'not run'):>10} {_qps(row['rate']):>10} {share:>6}  "
+              f"{_where(row['placement'])}{flag}")
+
+
 def main(argv: list[str]) -> int:
     runs = [Path(a) for a in argv] or [r for e in LOAD_EXPERIMENTS if (r := newest_run(e))]
     if not runs:
         print("no load experiment runs under results/ (make experiment EXP=tcp-fallback ...)")
+        return 0
+    missing = [r for r in runs if not (r / "meta.json").is_file()]
+    if missing:
+        print(f"error: {missing[0]} is not a run folder (no meta.json); hint: give "
+              "results/<experiment>/<run-id> folders, or none for the newest runs")
+        return 2
+    for run in runs:
+        if json.loads((run / "meta.json").read_text()).get("experiment") == "tcp-sysctl":
+            print_paced(run)
+    runs = [r for r in runs
+            if json.loads((r / "meta.json").read_text()).get("experiment") != "tcp-sysctl"]
+    if not runs:
         return 0
     print(f"{'experiment/run':44} {'cell':44} {'server qps':>10} {'generator':>10} "
           f"{'share':>6}  placement")
@@ -95,10 +170,7 @@ def main(argv: list[str]) -> int:
         if not rows:
             print(f"{run}: no cells")
         for row in rows:
-            placement = row["placement"] or {}
-            where = (f"gen {placement.get('generator_cpus')} / srv "
-                     f"{placement.get('server_cpus')}" + (" shared" if placement.get("shared")
-                                                          else "")) if placement else "not placed"
+            where = _where(row["placement"])
             rate = "-" if row["rate"] is None else f"{row['rate']:,.0f}"
             ceiling = "not run" if row["ceiling"] is None else (
                 (">=" if row["lower_bound"] else "") + f"{row['ceiling']:,.0f}")

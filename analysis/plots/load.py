@@ -271,7 +271,9 @@ def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
 
 @plot("trials_qps", title="DNS-over-TCP qps per trial at ~100 % load, by sysctl profile",
       experiments=("tcp-sysctl",),
-      caption="One dot per trial; bar: median. dnsperf variance hides small effects.")
+      caption="One dot per trial; bar: median. dnsperf variance hides small effects. Lines: "
+              "the 100 % target (the measured capacity) and dnsperf's own ceiling at that "
+              "target (the same command against a canned responder, same run).")
 def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = [c for c in run.cells if "profile" in c.params and "phase" not in c.params]
     if not cells:
@@ -291,3 +293,13 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     ax.set_xticks(range(len(cells)), [str(c.params["profile"]) for c in cells],
                   rotation=20, fontsize=9)
     ax.set_ylabel("dnsperf throughput over TCP (queries/s)")
+    ceiling = derived.paced_ceiling(run)
+    at = None if ceiling is None else ceiling[ceiling["load_pct"] == 100]
+    if at is None or at.empty:
+        notes.append("no generator ceiling at 100 % load measured in this run")
+        return
+    target, reached = float(at["target_qps"].iloc[0]), float(at["qps"].iloc[0])
+    ax.axhline(target, linestyle="--", color=style.MUTED, label=f"target {target:,.0f} qps")
+    ax.axhline(reached, linestyle=":", color="black",
+               label=f"dnsperf ceiling {reached:,.0f} qps ({reached / target:.0%})")
+    ax.legend(loc="lower right", fontsize=8.5)

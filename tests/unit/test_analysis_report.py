@@ -72,6 +72,15 @@ def test_every_fixture_run_analyses(results: Path) -> None:
             "tcp-fallback", "dnsdist", "resolver-cache", "tcp-sysctl"), meta.parent
 
 
+def test_f5_report_shows_the_generator_ceiling_beside_the_capacity(results: Path) -> None:
+    run = results / "tcp-sysctl" / "20250111T000000Z-f5"
+    summary = run_analysis(run)
+    assert summary["cells"]["phase=ceiling"]["figures"]["ceiling_qps_l100"] == 20000
+    html = (run / "report" / "report.html").read_text()
+    assert "ceiling_qps_l100" in html and "phase=ceiling" in html
+    assert (run / "report" / "trials_qps.png").stat().st_size > 10_000
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -82,3 +82,26 @@ def test_ceilings_benchmark_puts_each_cell_beside_its_ceiling(tmp_path: Path):
     assert rows["server=bind,records=after,tuning=untuned"]["share"] == pytest.approx(0.1)
     assert rows["server=bind,records=after,tuning=tuned"]["lower_bound"] is False
     assert bench_ceilings.main([str(run)]) == 0
+
+
+def test_ceilings_benchmark_puts_each_paced_load_beside_dnsperfs_ceiling(tmp_path: Path,
+                                                                         capsys):
+    run = tmp_path / "tcp-sysctl" / "r2"
+    run.mkdir(parents=True)
+    (run / "meta.json").write_text(json.dumps({
+        "experiment": "tcp-sysctl", "run_id": "r2", "params": {"loads": [10, 100]},
+        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
+    _cell(run, "phase=capacity", {"phase": "capacity", "profile": "default"},
+          {"capacity_qps": 18000})
+    _cell(run, "phase=ceiling", {"phase": "ceiling"},
+          {"ceiling_qps_l10": 1800, "ceiling_qps_l100": 10600})
+    _cell(run, "profile=default", {"profile": "default"},
+          {"target_qps_l10": 1800, "target_qps_l100": 18000, "qps_l10": 1790,
+           "qps_l100": 10500})
+    rows = {r["cell"]: r for r in bench_ceilings.paced_rows_for(run)}
+    assert rows["profile=default @100%"]["generator_limited"] is True
+    assert rows["profile=default @100%"]["share"] == pytest.approx(10500 / 10600)
+    assert rows["profile=default @10%"]["generator_limited"] is False
+    assert bench_ceilings.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "profile=default @100%" in out and "generator-limited" in out
