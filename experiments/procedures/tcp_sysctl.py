@@ -22,9 +22,10 @@ Cells, in order:
   trials.csv columns plus `mode` (`paced` | `closed`) and `sent_qps`; figures per load L
   `ceiling_qps_l<L>` (median answered qps), `ceiling_sent_qps_l<L>` (median sent / trial_s),
   `target_qps_l<L>`, and `closed_loop_ceiling_qps`; `dnsload/serve.jsonl` the responder's
-  own counts (queries and TCP connections it served). The analysis
-  (`analysis.derived.f5_generator_limits`) judges a load whose target the generator did not
-  reach against the responder as generator-limited.
+  own counts (queries and TCP connections it served, printed when it is stopped). The
+  analysis (`analysis.derived.require_paced_load_reached`) judges a load whose target the
+  generator did not reach against the responder, or a profile trial that sent less than its
+  target, as generator-limited.
 - `profile=<name>` for each profile in `profiles` (the profile's sysctls on the server node;
   keys that are host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else
   listed in `params.sysctls_skipped_host_wide`): `trials` rounds, each round one trial per

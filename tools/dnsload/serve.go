@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -145,7 +146,13 @@ func serveMain(args []string) error {
 			}
 		}()
 	}
-	time.Sleep(time.Duration(cfg.duration * float64(time.Second)))
+	// until -l ends, or until stopped (SIGTERM, Ctrl-C): either way the totals are printed
+	stopped, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	select {
+	case <-time.After(time.Duration(cfg.duration * float64(time.Second))):
+	case <-stopped.Done():
+	}
 	for _, u := range udps {
 		u.Close()
 	}
