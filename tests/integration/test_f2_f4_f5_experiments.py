@@ -138,12 +138,41 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
         # open loop: dnsperf may keep rate x timeout queries in flight
         over = [t for t in trials if t["load_pct"] == "150"]
         assert all(int(t["outstanding"]) >= 1.5 * capacity * 2.0 for t in over)
+        for trial in trials:  # the rate it really offered
+            assert float(trial["sent_qps"]) == pytest.approx(int(trial["sent"]) / 2, abs=0.1)
         for trial in trials:  # every answer's latency, binned
             histogram = rows(run.path / "cells" / f"profile={profile}" / trial["latency_file"])
             binned, completed = sum(int(r["count"]) for r in histogram), int(trial["completed"])
             assert binned == completed, (binned, completed)
             assert trial["listen_overflows"] != ""
     meta = json.loads((run.path / "meta.json").read_text())
+    placement = meta["placement"]
+    assert placement["shared"] is False
+    for cell_id in figures:
+        # dnsperf on the generator's CPUs, Knot (or the canned responder) on the server's
+        assert meta["cells"][cell_id]["placement"]["client"] == placement["generator_cpus"]
+        assert meta["cells"][cell_id]["placement"]["auth-knot"] == placement["server_cpus"]
+    assert meta["cells"]["phase=capacity"]["affinity"]["auth-knot"] == placement["server_cpus"]
+    # dnsperf's ceiling: the trials' command at each load, and the closed-loop one, against
+    # dnsload serve in Knot's (held) namespace
+    ceiling = figures["phase=ceiling"]
+    ceiling_rows = rows(run.path / "cells" / "phase=ceiling" / "ceiling.csv")
+    assert len(ceiling_rows) == 2 * (3 + 1)
+    assert {r["mode"] for r in ceiling_rows} == {"paced", "closed"}
+    assert ceiling["closed_loop_ceiling_qps"] > 100
+    for load in (10, 100, 150):
+        assert ceiling[f"target_qps_l{load}"] == pytest.approx(capacity * load / 100, abs=0.1)
+        assert ceiling[f"ceiling_qps_l{load}"] > 0
+        assert ceiling[f"ceiling_sent_qps_l{load}"] > 0
+    assert ceiling["ceiling_qps_l10"] == pytest.approx(capacity / 10, rel=0.25)
+    serve = [json.loads(line) for line in
+             (run.path / "cells" / "phase=ceiling" / "dnsload" / "serve.jsonl").read_text()
+             .splitlines()]
+    total = next(s for s in serve if s["type"] == "serve_total")
+    # many queries per connection, on many connections (dnsperf reopens every 100 queries)
+    assert total["tcp_queries"] >= sum(int(r["completed"]) for r in ceiling_rows) > 0
+    assert total["tcp_conns"] > 50
+    assert total["tcp_queries"] > 10 * total["tcp_conns"]
     readback = {c: meta["cells"][f"profile={c}"]["sysctls"]["auth-knot"]
                 for c in ("default", "diiner", "tso-win-divisor-1")}
     assert readback["diiner"]["net.ipv4.tcp_abort_on_overflow"] == "1"
