@@ -147,42 +147,41 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
 
     The CPU time comes from wait4's rusage: `ip netns exec` execs the tool in place, so the
     child we wait for is the tool itself. With `histogram`, the tool's per-answer lines
-    (dnsperf -v) are binned into it instead of being written out.
+    (dnsperf -v) are binned into it instead of being written out: the tool writes them to a
+    scratch file and they are binned once it has exited (read through a pipe while it ran,
+    this process could not keep up above ~15,000 answers/s and held dnsperf back).
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     stderr_file = out.with_name(out.name + ".stderr")
+    verbose_file = out.with_name(out.name + ".verbose")
     # On clab the local child is `docker exec`: the tool's CPU is the node's cgroup delta
     # (nothing else runs in a client node) and the time limit is enforced inside the node.
     node_cpu_before = lab.runtime.node_cpu_seconds(lab.state, node)
     start = time.monotonic()
     with open(out, "w") as handle:
-        reader = None
         if histogram is None:
             proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         else:
             # stderr apart: through `docker exec` the two streams arrive as separate frames
             # on one pipe, and a stderr frame could split an answer line (seen on clab)
-            errors = open(stderr_file, "w")  # noqa: SIM115 - closed below, after the tool
-            proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout),
-                             stdout=subprocess.PIPE, stderr=errors,
-                             stdin=subprocess.DEVNULL, text=True, bufsize=1 << 16)
-            reader = threading.Thread(target=_split_verbose,
-                                      args=(proc.stdout, handle, histogram), daemon=True)
-            reader.start()
+            with open(verbose_file, "w") as verbose, open(stderr_file, "w") as errors:
+                proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout),
+                                 stdout=verbose, stderr=errors, stdin=subprocess.DEVNULL)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
             killer.cancel()
+        wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
-        if reader is not None:
-            reader.join(timeout=30)
-            errors.close()
+        if histogram is not None:
+            with open(verbose_file, errors="replace") as verbose:
+                _split_verbose(verbose, handle, histogram)
             handle.write(stderr_file.read_text(errors="replace"))
+            verbose_file.unlink()
             stderr_file.unlink()
-    wall = time.monotonic() - start
     cpu = usage.ru_utime + usage.ru_stime
     node_cpu_after = lab.runtime.node_cpu_seconds(lab.state, node)
     if node_cpu_before is not None and node_cpu_after is not None:

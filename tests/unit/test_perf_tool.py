@@ -1,0 +1,47 @@
+"""perf.run_tool with a latency histogram: dnsperf -v's per-answer lines are binned (not
+kept), everything else it printed is kept, and its own exit status comes back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from experiments.procedures import perf
+
+
+class LocalLab:
+    """Runs a node's commands here (what run_tool needs of a Lab)."""
+
+    runtime = SimpleNamespace(wrap_timeout=lambda argv, timeout: argv,
+                              node_cpu_seconds=lambda state, node: None)
+    state = None
+
+    def popen(self, node: str, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kwargs)
+
+
+FAKE_DNSPERF = """
+import sys
+for i in range(20000):
+    print(f"> NOERROR h{i}.tcp.test. A 0.00{1 + i % 9}")
+print("Statistics:\\n  Queries sent:         20000")
+print("a warning on stderr", file=sys.stderr)
+sys.exit(3)
+"""
+
+
+def test_verbose_lines_are_binned_and_the_rest_is_kept(tmp_path: Path) -> None:
+    histogram = perf.LatencyHistogram()
+    out = tmp_path / "dnsperf-l100-1.txt"
+    text, _cpu, wall, rc = perf.run_tool(LocalLab(), "client",  # type: ignore[arg-type]
+                                         [sys.executable, "-c", FAKE_DNSPERF], out, 60,
+                                         histogram)
+    assert rc == 3 and wall > 0
+    assert sum(histogram.counts) == 20000
+    assert "Queries sent:         20000" in text and "a warning on stderr" in text
+    assert "> NOERROR" not in text
+    # the scratch files are gone: only the tool's summary stays in the cell
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
