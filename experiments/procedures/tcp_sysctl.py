@@ -234,7 +234,7 @@ def trials(run: Run) -> None:
     loads = list(params["loads"])
     trial_s = params["trial_s"] + 2 * params["timeout_s"] + 1
     per_profile = params["trials"] * len(loads) * trial_s + 15
-    run.plan(1 + bool(params["ceiling"]) + len(params["profiles"]), per_cell_s=per_profile)
+    run.plan(1 + bool(params.get("ceiling")) + len(params["profiles"]), per_cell_s=per_profile)
     print(f"tcp-sysctl: {len(params['profiles'])} profiles x {params['trials']} trials x "
           f"{len(loads)} loads x {params['trial_s']} s: about "
           f"{(len(params['profiles']) * per_profile + 60) / 3600:.1f} h", file=sys.stderr)
@@ -257,7 +257,8 @@ def trials(run: Run) -> None:
                 "listen_overflows": sum(r["listen_overflows"] for r in rows)})
     if capacity <= 0:
         raise LabError("the capacity run answered nothing", hint="see phase=capacity's files")
-    if params["ceiling"] and run.finished("phase=ceiling") is None:
+    # .get: a resumed run from before the ceiling cell keeps its own parameters
+    if params.get("ceiling") and run.finished("phase=ceiling") is None:
         run_ceiling(run, node, list(nodes.values()), zone, qfile, capacity, placement)
     for profile in params["profiles"]:
         if run.finished(f"profile={profile}") is not None:
