@@ -133,13 +133,13 @@ def paced_ceiling(run: Run) -> pd.DataFrame | None:
                  sent_qps=("sent_qps", "median")))
 
 
-def require_paced_load_reached(run: Run, load: float, trials: dict[str, pd.DataFrame],
-                               remedy: str) -> None:
+def require_paced_load_reached(run: Run, load: float, remedy: str) -> None:
     """Precondition of the tcp-sysctl claims at one load: the generator reached the load's
     target against the canned responder in this run (its answered qps >= GENERATOR_BOUND_SHARE
-    of the target), and every compared trial (`trials`: profile -> its rows at that load,
-    columns `trial`, `target_qps`, `sent`) sent at least that share of its target over the
-    trial's length. Else the comparison is the generator's, not the server's."""
+    of the target). Else the comparison is the generator's, not the server's. A profile trial
+    that then sent less than its target did so because the server held dnsperf's connections
+    back (a full accept queue, slow answers): that is part of what the trial measures, so it
+    is judged, not excused."""
     ceiling = paced_ceiling(run)
     require(ceiling is not None,
             "no generator ceiling measured in this run (a run from before the `phase=ceiling` "
@@ -153,18 +153,6 @@ def require_paced_load_reached(run: Run, load: float, trials: dict[str, pd.DataF
     require(reached >= GENERATOR_BOUND_SHARE * target,
             f"generator-limited at {load:.0f} % load: ceiling {reached:,.0f} qps for target "
             f"{target:,.0f} qps ({reached / target:.0%})", remedy)
-    trial_s = float(run.params["trial_s"])
-    for profile, rows in trials.items():
-        sent_qps = rows["sent"] / trial_s
-        short = rows[sent_qps < GENERATOR_BOUND_SHARE * rows["target_qps"]]
-        if not short.empty:
-            row = short.iloc[0]
-            require(False,
-                    f"generator-limited at {load:.0f} % load: {profile} trial "
-                    f"{int(row['trial'])} sent {float(row['sent']) / trial_s:,.0f} qps for "
-                    f"target {float(row['target_qps']):,.0f} qps "
-                    f"({len(short)} of {len(rows)} trials below "
-                    f"{GENERATOR_BOUND_SHARE:.0%})", remedy)
 
 
 # --- cold-start zone transfers (xfr-30k-zones, xfr-zone-sweep) -------------------------------

@@ -24,8 +24,8 @@ Cells, in order:
   `target_qps_l<L>`, and `closed_loop_ceiling_qps`; `dnsload/serve.jsonl` the responder's
   own counts (queries and TCP connections it served, printed when it is stopped). The
   analysis (`analysis.derived.require_paced_load_reached`) judges a load whose target the
-  generator did not reach against the responder, or a profile trial that sent less than its
-  target, as generator-limited.
+  generator did not reach against the responder as generator-limited (a profile trial that
+  sent less than its target was held back by the server).
 - `profile=<name>` for each profile in `profiles` (the profile's sysctls on the server node;
   keys that are host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else
   listed in `params.sysctls_skipped_host_wide`): `trials` rounds, each round one trial per
