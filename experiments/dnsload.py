@@ -95,12 +95,13 @@ class DnsloadGenerator:
 
 
 class DnsloadRunner:
-    """Runs dnsload in the client node (on the client's CPUs); its stderr goes to `log`, and
+    """Runs dnsload in `node`, the lab's client (on the client's CPUs); its stderr goes to
+    `log`, and
     its own CPU time (from wait4's rusage) and wall time are kept for the step row. A
     generator that dies (seen once on a shared, loaded host: killed without a message) is run
     again once, and the failure is kept in the log; a second failure ends the cell."""
 
-    def __init__(self, lab: Lab, log: Path, attempts: int = 2, node: str = "client"):
+    def __init__(self, lab: Lab, node: str, log: Path, attempts: int = 2):
         self.lab, self.log, self.attempts, self.node = lab, log, attempts, node
         self.cpu_s: float | None = None
         self.wall_s: float | None = None

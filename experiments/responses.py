@@ -27,9 +27,10 @@ def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.A
                        recursion=False)
 
 
-def response_rows(lab: Lab, node: str, zone_set: zones.ZoneSet, server: str, records: str,
-                  payload: int) -> list[dict[str, Any]]:
-    """Every TAC and APN name of the zone set: real answers (UDP, TCP) and the model."""
+def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, server: str,
+                  records: str, payload: int) -> list[dict[str, Any]]:
+    """Every TAC and APN name of the zone set: real answers (UDP, TCP) from `node`, asked
+    in the `client` node's namespace, and the model."""
     zone_file = zone_set.zones[0]
     zone = model.load_zone(zone_file.path, zone_file.fqdn)
     extra = zone_set.manifest.get("extra", {})
@@ -55,7 +56,7 @@ def response_rows(lab: Lab, node: str, zone_set: zones.ZoneSet, server: str, rec
                          "truncated": m.truncated, "rcode": m.rcode})
         return rows
 
-    return in_netns(lab.netns("client"), probe_all)
+    return in_netns(lab.netns(client), probe_all)
 
 
 def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -85,9 +86,9 @@ def tcp_share_of(truncated: float) -> float:
     return truncated / (1 + truncated)
 
 
-def truncated_share(lab: Lab, node: str, query_file: Path, payload: int) -> float:
-    """Share of the file's (UDP) queries the server truncates: each distinct query asked
-    once, weighted by how often the file holds it."""
+def truncated_share(lab: Lab, client: str, node: str, query_file: Path, payload: int) -> float:
+    """Share of the file's (UDP) queries the server in `node` truncates: each distinct query
+    asked once from the `client` node, weighted by how often the file holds it."""
     counts: Counter[tuple[str, str]] = Counter()
     with open(query_file) as handle:
         for line in handle:
@@ -100,6 +101,6 @@ def truncated_share(lab: Lab, node: str, query_file: Path, payload: int) -> floa
         return {key: ask(target, key[0], key[1], tcp=False, payload=payload).truncated
                 for key in counts}
 
-    truncated = in_netns(lab.netns("client"), probe_all)
+    truncated = in_netns(lab.netns(client), probe_all)
     total = sum(counts.values())
     return sum(n for key, n in counts.items() if truncated[key]) / total if total else 0.0

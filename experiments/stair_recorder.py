@@ -49,12 +49,13 @@ def step_note(row: dict[str, Any], max_tat_ms: float) -> str:
 
 
 class StepRecorder:
-    """Turns each judged step into a `stair.csv` row with the server's and the client's
-    counter deltas, the generator's CPU time and the busy share of each side's cores."""
+    """Turns each judged step into a `stair.csv` row with the server's (`node`) and the
+    client's (`client`, the generator's node) counter deltas, the generator's CPU time and
+    the busy share of each side's cores."""
 
-    def __init__(self, cell: Cell, lab: Lab, node: str, name: str = "stair",
+    def __init__(self, cell: Cell, lab: Lab, node: str, client: str, name: str = "stair",
                  runner: DnsloadRunner | None = None, max_tat_ms: float = 1000.0):
-        self.cell, self.lab, self.node, self.name = cell, lab, node, name
+        self.cell, self.lab, self.node, self.client, self.name = cell, lab, node, client, name
         self.runner, self.max_tat_ms = runner, max_tat_ms
         self.phase = "coarse"
         assert cell.monitors is not None
@@ -63,17 +64,17 @@ class StepRecorder:
         self.raw_dir = cell.path / "dnsload"
         self.raw_dir.mkdir(exist_ok=True)
         self.server_cpus = lab.state.nodes[node].cpu_set or "any"
-        self.generator_cpus = lab.state.nodes["client"].cpu_set or "any"
+        self.generator_cpus = lab.state.nodes[client].cpu_set or "any"
         self.mark()
 
     def mark(self) -> None:
         self.before = _counters(self.lab, self.node)
-        self.client_before = _counters(self.lab, "client")
+        self.client_before = _counters(self.lab, self.client)
         self.started = time.monotonic() - self.t0
 
     def __call__(self, result: stairs.StepResult) -> None:
         after = _counters(self.lab, self.node)
-        client_after = _counters(self.lab, "client")
+        client_after = _counters(self.lab, self.client)
         ended = time.monotonic() - self.t0
         m = result.measure
         row = result.row()

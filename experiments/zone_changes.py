@@ -30,13 +30,13 @@ def _bump_serial(text: str) -> tuple[str, int]:
 
 
 def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int,
-                 timeout_s: float) -> list[dict[str, Any]]:
-    """The seed's function test: add, then delete, a record on the primary (new serial, a
-    zone reload by the primary's control command, NOTIFY to the secondaries) and wait for the
-    evidence on the server under test: its SOA serial, then the record present (add) or gone
-    (delete)."""
+                 timeout_s: float, *, primary: str, client: str) -> list[dict[str, Any]]:
+    """The seed's function test: add, then delete, a record on the `primary` node (new
+    serial, a zone reload by the primary's control command, NOTIFY to the secondaries) and
+    wait for the evidence on the server under test in `node`, asked from the `client` node:
+    its SOA serial, then the record present (add) or gone (delete)."""
     rows: list[dict[str, Any]] = []
-    primary = driver(lab.state.nodes["primary"].server)
+    primary_driver = driver(lab.state.nodes[primary].server)
     for k in range(changes):
         name = f"dnslab-function-{k}.{origin}"
         for action in ("add", "delete"):
@@ -49,20 +49,20 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
             text, serial = _bump_serial(text)
             zone_file.write_text(text)
             start = time.monotonic()
-            primary.reload_zone(lab, "primary", origin)
-            synced = _time_to_serve(lab, node, origin, serial, name, action == "add", start,
-                                    timeout_s)
+            primary_driver.reload_zone(lab, primary, origin)
+            synced = _time_to_serve(lab, client, node, origin, serial, name, action == "add",
+                                    start, timeout_s)
             rows.append({"change": k, "action": action, "name": name, "serial": serial,
                          "sync_s": round(synced, 3) if synced is not None else None,
                          "ok": synced is not None})
     return rows
 
 
-def _time_to_serve(lab: Lab, node: str, origin: str, serial: int, name: str, present: bool,
-                   start: float, timeout_s: float) -> float | None:
+def _time_to_serve(lab: Lab, client: str, node: str, origin: str, serial: int, name: str,
+                   present: bool, start: float, timeout_s: float) -> float | None:
     """Seconds from `start` until `node` serves the new serial and then the record present
-    (or gone); None when not within `timeout_s` of `start`."""
-    netns, target = lab.netns("client"), lab.address(node)
+    (or gone), asked from `client`; None when not within `timeout_s` of `start`."""
+    netns, target = lab.netns(client), lab.address(node)
 
     def left() -> float:
         return max(0.0, start + timeout_s - time.monotonic())

@@ -239,8 +239,9 @@ class Driver:
         """Whether an answer to the node's health query shows it works."""
         return rcode == "NOERROR"
 
-    def version(self, lab: Lab, node: str, from_node: str = "client") -> str | None:
-        """What the server says it is (`version.bind CH TXT`), or None if it will not say."""
+    def version(self, lab: Lab, node: str, from_node: str) -> str | None:
+        """What the server says it is (`version.bind CH TXT`, asked from `from_node`, the
+        lab's client), or None if it will not say."""
         from dnslab import probe
 
         return probe.server_version(lab.netns(from_node), lab.address(node))
@@ -267,8 +268,9 @@ class Driver:
                           hint=f"its log: {path}")
 
     def wait_for_serial(self, lab: Lab, node: str, zone: str, serial: int, timeout: float,
-                        from_node: str = "client") -> float:
-        """Wait until the node answers `zone` SOA with `serial`; return the seconds it took."""
+                        from_node: str) -> float:
+        """Wait until the node answers `zone` SOA with `serial` (asked from `from_node`, the
+        lab's client); return the seconds it took."""
         from dnslab import probe
 
         took = probe.wait_for_serial(lab.netns(from_node), lab.address(node), zone, serial,

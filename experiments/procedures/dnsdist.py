@@ -1,9 +1,9 @@
 """F2 (seed 001): dnsdist answering REFUSED to a random-subdomain flood, untuned vs tuned.
 
-Lab `dnsdist`: `frontend` (dnsdist, `mode=refuse`: `addAction(AllRule(),
-RCodeAction(DNSRCode.REFUSED))`), `sink` (NSD serving only `sink.test.`, so it answers the
-flood with REFUSED too) and `client` (the load generator, over a water-torture query file,
-`<random label>.<domain> A`).
+Lab `dnsdist`, its nodes found by role (`DnsdistNodes`): the `frontend` (dnsdist,
+`mode=refuse`: `addAction(AllRule(), RCodeAction(DNSRCode.REFUSED))`), the sink (role
+`primary`: NSD serving only `sink.test.`, so it answers the flood with REFUSED too) and the
+`client` (the load generator, over a water-torture query file, `<random label>.<domain> A`).
 
 Placement (dnslab/cpus.py): the client runs on its own core(s) (GENERATOR_CPUS, default the
 last core), `frontend` and `sink` on the others (SERVER_CPUS); SHARE_CORES=1 puts everything
@@ -56,6 +56,7 @@ dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver, merge_options
+from dnslab.topology import Topology
 from experiments.procedures import kxdpgun, perf
 from zones import queries
 
@@ -73,6 +75,21 @@ GENERATORS = ("kxdpgun", "dnsperf")
 SINK_ZONE = "sink.test."
 # a front-end reaching this share of the generator's ceiling was held back by the generator
 GENERATOR_BOUND_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class DnsdistNodes:
+    """The lab's nodes by role: the front-end under test, the sink (the one authoritative
+    node, role `primary`, the ceiling cell's target) and the client (the generator)."""
+
+    frontend: str
+    sink: str
+    client: str
+
+    @classmethod
+    def of(cls, topo: Topology) -> DnsdistNodes:
+        return cls(frontend=topo.node(role="frontend").name,
+                   sink=topo.node(role="primary").name, client=topo.node(role="client").name)
 
 
 def min_tuned_ratio(server_cores: int) -> float:
@@ -96,13 +113,14 @@ def frontend_options(frontend: Driver, variant: str, server_cpus: list[int]) -> 
             **frontend.listener_options(server_cpus if variant == "tuned" else None)}
 
 
-def sink_zone(run: Run) -> ZoneRef:
-    """A one-name zone for NSD, so it starts, passes its health check, and refuses the rest."""
+def sink_zone(run: Run, address: str) -> ZoneRef:
+    """A one-name zone for the sink (its name server at the sink's `address`), so it starts,
+    passes its health check, and refuses the rest."""
     path = run.path / "zone" / "sink.test.zone"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("$ORIGIN sink.test.\n$TTL 3600\n"
                     "@ SOA ns.sink.test. hostmaster.sink.test. 1 3600 600 86400 60\n"
-                    "@ NS ns\nns A 198.18.0.12\n")
+                    f"@ NS ns\nns A {address}\n")
     return ZoneRef(SINK_ZONE, path)
 
 
@@ -136,41 +154,44 @@ def listeners(run: Run) -> None:
     qdir = paths.ZONES_BUILD / "queries"
     qfile = queries.water_torture(qdir, [params["domain"]], count=params["names"],
                                   seed=params["seed"]).path
-    sink = sink_zone(run)
     topo = run.topology
-    sink_driver, frontend_driver = (driver(topo.node(n).server) for n in ("sink", "frontend"))
+    nodes = DnsdistNodes.of(topo)
+    sink = sink_zone(run, str(topo.node(nodes.sink).address))
+    sink_driver, frontend_driver = (driver(topo.node(n).server)
+                                    for n in (nodes.sink, nodes.frontend))
     results: dict[str, dict[str, Any]] = {}
     for variant in params["variants"]:
-        server = "sink" if variant == "ceiling" else "frontend"
+        on_frontend = variant != "ceiling"
+        server = nodes.frontend if on_frontend else nodes.sink
         sysctls: dict[str, str] = {}
         skipped: dict[str, str] = {}
         if variant == "tuned":
             sysctls, skipped = perf.profile_sysctls(run, params["profile"])
         # a sink that rate-limits answers (RRL) would measure its limit: off for a load test
-        options: dict[str, dict] = {"sink": merge_options(
+        options: dict[str, dict] = {nodes.sink: merge_options(
             sink_driver.worker_options(len(server_cpus)), sink_driver.no_rate_limit_options())}
-        if variant != "ceiling":
-            options["frontend"] = frontend_options(frontend_driver, variant, server_cpus)
-        data = LabData(zones=[], health_zone=SINK_ZONE, node_zones={"sink": [sink]},
+        if on_frontend:
+            options[nodes.frontend] = frontend_options(frontend_driver, variant, server_cpus)
+        data = LabData(zones=[], health_zone=SINK_ZONE, node_zones={nodes.sink: [sink]},
                        node_options=options, sysctls={server: sysctls} if sysctls else {},
                        extra_binds=[qdir],
-                       cpu_sets={"client": placement.generator, "frontend": placement.server,
-                                 "sink": placement.server})
+                       cpu_sets={nodes.client: placement.generator,
+                                 nodes.frontend: placement.server,
+                                 nodes.sink: placement.server})
         cell_params = {"variant": variant, "server": server, "cores": placement.cores,
                        "server_cores": len(server_cpus), "generator": params["generator"],
                        "profile": params["profile"] if variant == "tuned" else "default",
                        "options": options.get(server, {}), "sysctls": sysctls,
                        "sysctls_skipped_host_wide": skipped, "placement": placement.as_dict()}
         with run.cell(f"variant={variant}", cell_params) as cell:
-            hold = ["frontend"] if variant == "ceiling" else ["sink"]
-            cell.up(data, hold=hold)
-            figures = _flood(cell, server, qfile, params, placement)
+            cell.up(data, hold=[nodes.sink] if on_frontend else [nodes.frontend])
+            figures = _flood(cell, nodes.client, server, qfile, params, placement)
             figures.update({"cores": placement.cores, "server_cores": len(server_cpus),
                             "server": server,
-                            "listeners": (options.get("frontend", {}).get("listeners")
-                                          if server == "frontend" else None)})
+                            "listeners": (options[nodes.frontend].get("listeners")
+                                          if on_frontend else None)})
             ceiling = results.get("ceiling", {}).get("ceiling_qps")
-            if server == "frontend" and ceiling:
+            if on_frontend and ceiling:
                 share = max(figures["qps"], figures.get("offered_qps") or 0) / ceiling \
                     if params["generator"] == "dnsperf" else figures["qps"] / ceiling
                 figures["share_of_ceiling"] = round(share, 3)
@@ -198,8 +219,9 @@ def _window_means(cell: Cell, server: str, placement: cpus.Placement, t_start: f
                                                     placement.generator, t_start, t_end)}
 
 
-def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any],
+def _flood(cell: Cell, client: str, server: str, qfile: Path, params: dict[str, Any],
            placement: cpus.Placement) -> dict[str, Any]:
+    """The cell's trials: the generator in the `client` node flooding the `server` node."""
     lab = cell.lab
     assert lab is not None
     monitors = cell.monitor([server])
@@ -210,12 +232,12 @@ def _flood(cell: Cell, server: str, qfile: Path, params: dict[str, Any],
         t_start = time.monotonic() - monitors.t0
         if generator == "kxdpgun":
             result: Any = kxdpgun.kxdpgun(
-                lab, "client", lab.address(server), qfile, cell.path / f"kxdpgun-{trial}.txt",
+                lab, client, lab.address(server), qfile, cell.path / f"kxdpgun-{trial}.txt",
                 duration_s=params["duration_s"], qps=params["flood_qps"],
                 cpu=cpus.parse(placement.generator)[0], remote_mac=remote_mac,
                 batch=params["batch"])
         else:
-            result = perf.dnsperf(lab, "client", lab.address(server), qfile,
+            result = perf.dnsperf(lab, client, lab.address(server), qfile,
                                   cell.path / f"dnsperf-{trial}.txt",
                                   duration_s=params["duration_s"], clients=params["clients"],
                                   threads=params["threads"], outstanding=params["outstanding"],

@@ -88,6 +88,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import dns.rdatatype
@@ -99,6 +100,7 @@ from dnslab.experiment import Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver, merge_options
 from dnslab.sysctl import node_sysctls
+from dnslab.topology import Topology
 from experiments import stairs
 from experiments.common import check_choice, write_rows
 from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload
@@ -141,18 +143,28 @@ def server_options(params: dict[str, Any], server: str, tuned: bool,
     return opts
 
 
-def server_nodes(run: Run) -> dict[str, str]:
-    """Server choice (SERVERS=) -> the mobile lab's secondary of that kind; `bind916` is BIND
-    9.16 from its image (Debian 11), which still fills the additional section as the seed's
-    BIND did."""
-    return {kind: node.name for kind, node in run.topology.nodes_by_server("secondary").items()}
+@dataclass(frozen=True)
+class MobileNodes:
+    """The lab's nodes by role: the client (dnsload and the probes), the primary that feeds
+    the secondaries, and the secondaries by server choice (SERVERS=: image kind -> the
+    lab's first secondary of that kind; `bind916` is BIND 9.16 from its image (Debian 11),
+    which still fills the additional section as the seed's BIND did)."""
 
+    client: str
+    primary: str
+    servers: dict[str, str]
 
-def placement_sets(placement: cpus.Placement, node: str) -> dict[str, str]:
-    """Node -> cpu-set: the client (load generator) on the generator's CPUs, the server under
-    test and the primary that feeds it on the server's."""
-    return {"client": placement.generator, node: placement.server,
-            "primary": placement.server}
+    @classmethod
+    def of(cls, topo: Topology) -> MobileNodes:
+        return cls(client=topo.node(role="client").name, primary=topo.node(role="primary").name,
+                   servers={kind: node.name
+                            for kind, node in topo.nodes_by_server("secondary").items()})
+
+    def placement_sets(self, placement: cpus.Placement, node: str) -> dict[str, str]:
+        """Node -> cpu-set: the client (load generator) on the generator's CPUs, the server
+        under test (`node`) and the primary that feeds it on the server's."""
+        return {self.client: placement.generator, node: placement.server,
+                self.primary: placement.server}
 
 
 def largest_model_answer(zone_set: zones.ZoneSet, payload: int) -> int:
@@ -164,8 +176,8 @@ def largest_model_answer(zone_set: zones.ZoneSet, payload: int) -> int:
     return max((model.measure(zone, n, "NAPTR", payload).size for n in names), default=0)
 
 
-def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.QueryFile,
-                placement: cpus.Placement, host_server: str) -> None:
+def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.ZoneSet,
+                qfile: queries.QueryFile, placement: cpus.Placement, host_server: str) -> None:
     """The generator's own ceiling for this mix, in this run: the same query file, EDNS size,
     timeout and pass criteria, from the client node on the generator's CPUs, against
     `dnsload serve` (a canned responder) in a held server node's namespace on the server's
@@ -176,16 +188,16 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
     `capacity_qps` is the ceiling. The responder runs in the node of `host_server` (the first
     server of the run), with that node's daemon held."""
     params = run.params
-    node = server_nodes(run)[host_server]
+    node = nodes.servers[host_server]
     payload = int(params["client_bufsize"])
     truncating = float(qfile.manifest["measured"]["truncated_share"])
     tcp_size = largest_model_answer(zone_set, payload)
     zone = zone_set.zones[0]
     data = LabData(zones=[ZoneRef(zone.fqdn, zone.path)], health_zone=zone.fqdn,
-                   node_options={"primary": {"notify": "no"}},
-                   sysctls={"client": {k: str(v) for k, v in
-                                       (params.get("client_sysctls") or {}).items()}},
-                   extra_binds=[paths.BIN], cpu_sets=placement_sets(placement, node))
+                   node_options={nodes.primary: {"notify": "no"}},
+                   sysctls={nodes.client: {k: str(v) for k, v in
+                                           (params.get("client_sysctls") or {}).items()}},
+                   extra_binds=[paths.BIN], cpu_sets=nodes.placement_sets(placement, node))
     cell_params = {"server": "ceiling", "records": records, "responder": "dnsload serve",
                    "responder_node": node, "truncating": round(truncating, 4),
                    "tcp_answer_size": tcp_size, "query_file": str(qfile.path),
@@ -193,7 +205,7 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
     rates = stairs.geometric_rates(float(params["ceiling_start"]), float(params["ceiling_stop"]),
                                  float(params["ceiling_factor"]))
     with run.cell(f"server=ceiling,records={records}", cell_params) as cell:
-        lab = cell.up(data, hold=list(server_nodes(run).values()))
+        lab = cell.up(data, hold=list(nodes.servers.values()))
         budget = (len(rates) + 40) * (float(params["ceiling_step_s"]) + 10) + 60
         serve = lab.popen(node, [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
                                  "-l", f"{budget:g}", "-tc", f"{truncating:.4f}",
@@ -205,15 +217,15 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
                 raise LabError("dnsload serve did not start in the server node: "
                                + (serve.stderr.read() if serve.stderr else ""),
                                hint="run build/bin/dnsload serve by hand in that node")
-            cell.monitor([node, "client"])
+            cell.monitor([node, nodes.client])
             (cell.path / "dnsload").mkdir(exist_ok=True)
             gen = DnsloadGenerator(server=f"{lab.address(node)}:53",
                                         query_file=str(qfile.path),
                                         binary=str(ensure_dnsload()),
                                         timeout_s=float(params["timeout_s"]), bufsize=payload,
                                         max_outstanding=int(params["max_outstanding"]))
-            runner = DnsloadRunner(lab, cell.path / "dnsload" / "stderr.log")
-            recorder = StepRecorder(cell, lab, node, runner=runner,
+            runner = DnsloadRunner(lab, nodes.client, cell.path / "dnsload" / "stderr.log")
+            recorder = StepRecorder(cell, lab, node, nodes.client, runner=runner,
                                     max_tat_ms=float(params["max_tat_ms"]))
             ceiling_params = {**params, "step_s": params["ceiling_step_s"],
                               "fine_step_s": params["ceiling_step_s"]}
@@ -225,11 +237,11 @@ def run_ceiling(run: Run, records: str, zone_set: zones.ZoneSet, qfile: queries.
             (cell.path / "dnsload" / "serve.jsonl").write_text(ready + (out or ""))
 
 
-def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.ZoneSet,
-             qfile: queries.QueryFile, mix: dict[str, float],
+def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: str,
+             zone_set: zones.ZoneSet, qfile: queries.QueryFile, mix: dict[str, float],
              placement: cpus.Placement) -> None:
     params = run.params
-    node = server_nodes(run)[server]
+    node = nodes.servers[server]
     tuned = tuning == "tuned"
     profile_name = params["tuned_profile"] if tuned else params["untuned_profile"]
     server_sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
@@ -241,16 +253,17 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
     cell_id = f"server={server},records={records},tuning={tuning}"
     data = LabData(
         zones=[ZoneRef(zone.fqdn, zone.path)], health_zone=zone.fqdn,
-        node_options={"primary": {"notify": "explicit" if function_on else "no"}, node: opts},
-        sysctls={node: server_sysctls, "client": client_sysctls},
-        extra_binds=[paths.BIN], cpu_sets=placement_sets(placement, node),
+        node_options={nodes.primary: {"notify": "explicit" if function_on else "no"},
+                      node: opts},
+        sysctls={node: server_sysctls, nodes.client: client_sysctls},
+        extra_binds=[paths.BIN], cpu_sets=nodes.placement_sets(placement, node),
     )
     cell_params = {"server": server, "records": records, "tuning": tuning,
                    "profile": profile_name, "server_options": opts,
                    "sysctls": server_sysctls, "client_sysctls": client_sysctls,
                    "query_file": str(qfile.path), "mix": mix,
                    "placement": placement.as_dict()}
-    hold = [n for n in server_nodes(run).values() if n != node]
+    hold = [n for n in nodes.servers.values() if n != node]
     with run.cell(cell_id, cell_params) as cell:
         function_zone = cell.path / "zone" / zone.path.name
         if function_on:
@@ -262,15 +275,15 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
         payload = int(params["client_bufsize"])
         cell.figures["zone_records"] = zone_set.manifest["totals"]["records"]
         cell.figures["server_sysctls"] = lab.state.nodes[node].sysctls
-        cell.figures["client_sysctls"] = lab.state.nodes["client"].sysctls
-        cell.figures["server_version"] = driver(kind).version(lab, node)
+        cell.figures["client_sysctls"] = lab.state.nodes[nodes.client].sysctls
+        cell.figures["server_version"] = driver(kind).version(lab, node, nodes.client)
 
-        rows = response_rows(lab, node, zone_set, server, records, payload)
+        rows = response_rows(lab, nodes.client, node, zone_set, server, records, payload)
         write_rows(cell.path / "responses.csv", RESPONSE_COLUMNS, rows)
         cell.figures.update(response_figures(rows))
         (cell.path / "queries.json").write_text(json.dumps(qfile.manifest, indent=1))
         modelled = float(qfile.manifest["measured"]["truncated_share"])
-        real = truncated_share(lab, node, qfile.path, payload)
+        real = truncated_share(lab, nodes.client, node, qfile.path, payload)
         cell.figures.update({
             "model_truncated_share": round(modelled, 4),
             "model_tcp_share": round(tcp_share_of(modelled), 4),
@@ -278,14 +291,14 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
             "predicted_tcp_share": round(tcp_share_of(real), 4),
         })
 
-        cell.monitor([node, "client"])
+        cell.monitor([node, nodes.client])
         (cell.path / "dnsload").mkdir(exist_ok=True)
         gen = DnsloadGenerator(server=f"{lab.address(node)}:53",
                                     query_file=str(qfile.path), binary=str(ensure_dnsload()),
                                     timeout_s=float(params["timeout_s"]), bufsize=payload,
                                     max_outstanding=int(params["max_outstanding"]))
-        runner = DnsloadRunner(lab, cell.path / "dnsload" / "stderr.log")
-        recorder = StepRecorder(cell, lab, node, runner=runner,
+        runner = DnsloadRunner(lab, nodes.client, cell.path / "dnsload" / "stderr.log")
+        recorder = StepRecorder(cell, lab, node, nodes.client, runner=runner,
                                 max_tat_ms=float(params["max_tat_ms"]))
         results = coarse_and_fine(runner, gen, recorder, params,
                                   stairs.stair_rates(float(params["stair_start"]),
@@ -294,7 +307,7 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
         cell.figures.update(stair_figures(results, recorder.rows))
         cap = cell.figures["capacity_qps"]
         if float(params["burst_s"]) > 0 and cap:
-            bursts = StepRecorder(cell, lab, node, name="burst", runner=runner,
+            bursts = StepRecorder(cell, lab, node, nodes.client, name="burst", runner=runner,
                                   max_tat_ms=float(params["max_tat_ms"]))
             res = stairs.burst(runner, gen, cap, float(params["burst_s"]), criteria(params))
             bursts(res)
@@ -306,9 +319,10 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
                 runner, gen, cap, float(params["function_s"]),
                 lambda: sync_changes(lab, node, function_zone, zone.fqdn,
                                      int(params["function_changes"]),
-                                     float(params["function_timeout_s"])),
+                                     float(params["function_timeout_s"]),
+                                     primary=nodes.primary, client=nodes.client),
                 criteria(params))
-            StepRecorder(cell, lab, node, name="function-load", runner=runner,
+            StepRecorder(cell, lab, node, nodes.client, name="function-load", runner=runner,
                          max_tat_ms=float(params["max_tat_ms"]))(step)
             write_rows(cell.path / "function.csv", FUNCTION_COLUMNS, changes)
             synced = [c["sync_s"] for c in changes if c["ok"]]
@@ -321,24 +335,23 @@ def run_cell(run: Run, server: str, records: str, tuning: str, zone_set: zones.Z
             raise LabError(f"{node} exited during the load", hint=f"its log: {lab.log(node)}")
 
 
-def usable_servers(run: Run) -> list[str]:
+def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
     """SERVERS, checked; `bind916` (BIND 9.16 from its image) is dropped with a note when its
     image cannot be had and SERVERS is the experiment's default, and is an error when asked
     for by name."""
     params = run.params
-    nodes = server_nodes(run)
-    check_choice("servers", params["servers"], tuple(nodes))
+    check_choice("servers", params["servers"], tuple(nodes.servers))
     servers = list(params["servers"])
     if "bind916" in servers and servers == list(run.spec.params["servers"]):
         try:
-            run.prepare_nodes([nodes["bind916"]])
+            run.prepare_nodes([nodes.servers["bind916"]])
         except LabError as exc:
             servers.remove("bind916")
             run.meta["servers_skipped"] = {"bind916": exc.message}
             run.save_meta()
             print(f"tcp-fallback: bind916 skipped ({exc.message}); `make images` builds it",
                   file=sys.stderr)
-    run.prepare_nodes([nodes[s] for s in servers])
+    run.prepare_nodes([nodes.servers[s] for s in servers])
     return servers
 
 
@@ -348,7 +361,8 @@ def tcp_fallback(run: Run) -> None:
     params = run.params
     check_choice("records", params["records"], zones.epc.PROFILES)
     check_choice("tunings", params["tunings"], ("untuned", "tuned"))
-    servers = usable_servers(run)
+    nodes = MobileNodes.of(run.topology)
+    servers = usable_servers(run, nodes)
     placement = run.placement()
     ensure_dnsload()
     for records in params["records"]:
@@ -360,7 +374,8 @@ def tcp_fallback(run: Run) -> None:
                                     seed=params["seed"], payload=int(params["client_bufsize"]),
                                     mix=mix)
         if params["ceiling"]:
-            run_ceiling(run, records, zone_set, qfile, placement, servers[0])
+            run_ceiling(run, nodes, records, zone_set, qfile, placement, servers[0])
         for server in servers:
             for tuning in params["tunings"]:
-                run_cell(run, server, records, tuning, zone_set, qfile, mix, placement)
+                run_cell(run, nodes, server, records, tuning, zone_set, qfile, mix,
+                         placement)

@@ -117,8 +117,8 @@ def open_loop_outstanding(rate: float | None, params: dict[str, Any]) -> int:
     return min(wanted, cap) if cap else wanted
 
 
-def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: float | None,
-           name: str, responder: bool = False) -> dict[str, Any]:
+def _trial(cell: Cell, client: str, node: str, qfile: Path, params: dict[str, Any],
+           rate: float | None, name: str, responder: bool = False) -> dict[str, Any]:
     lab = cell.lab
     assert lab is not None
     before = _tcp_counters(lab, node)
@@ -127,7 +127,7 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
         extra = ["-O", f"num-queries-per-conn={params['queries_per_conn']}"]
     latency = cell.path / (Path(name).stem.replace("dnsperf-", "latency-") + ".csv")
     outstanding = open_loop_outstanding(rate, params)
-    result = perf.dnsperf(lab, "client", lab.address(node), qfile, cell.path / name,
+    result = perf.dnsperf(lab, client, lab.address(node), qfile, cell.path / name,
                           duration_s=params["trial_s"] if rate else params["capacity_s"],
                           clients=params["clients"], threads=params["threads"],
                           outstanding=outstanding, max_qps=rate, tcp=True,
@@ -145,16 +145,16 @@ def _trial(cell: Cell, node: str, qfile: Path, params: dict[str, Any], rate: flo
     return row
 
 
-def _data(node: str, server: str, zone: ZoneRef, params: dict[str, Any],
+def _data(node: str, client: str, server: str, zone: ZoneRef, params: dict[str, Any],
           sysctls: dict[str, str], placement: cpus.Placement) -> LabData:
     return LabData(zones=[zone], health_zone=ZONE,
                    node_options={node: server_options(server, params)},
                    sysctls={node: sysctls} if sysctls else {},
-                   cpu_sets={"client": placement.generator, node: placement.server})
+                   cpu_sets={client: placement.generator, node: placement.server})
 
 
-def run_ceiling(run: Run, node: str, servers: list[str], zone: ZoneRef, qfile: Path,
-                capacity: float, placement: cpus.Placement) -> None:
+def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: ZoneRef,
+                qfile: Path, capacity: float, placement: cpus.Placement) -> None:
     """The generator's ceiling for the trials' load (see the module docstring): the trials'
     dnsperf command at each load, and the capacity run's, against `dnsload serve` in `node`'s
     namespace (its daemon and every other server held)."""
@@ -162,7 +162,7 @@ def run_ceiling(run: Run, node: str, servers: list[str], zone: ZoneRef, qfile: P
     loads = list(params["loads"])
     binary = ensure_dnsload()
     data = LabData(zones=[zone], health_zone=ZONE, extra_binds=[paths.BIN],
-                   cpu_sets={"client": placement.generator, node: placement.server})
+                   cpu_sets={client: placement.generator, node: placement.server})
     cell_params = {"phase": "ceiling", "responder": "dnsload serve", "responder_node": node,
                    "capacity_qps": round(capacity, 1), "loads": loads,
                    "placement": placement.as_dict()}
@@ -185,14 +185,14 @@ def run_ceiling(run: Run, node: str, servers: list[str], zone: ZoneRef, qfile: P
             rows: list[dict[str, Any]] = []
             for trial in range(1, trials + 1):
                 rows.append({"trial": trial, "mode": "closed", "load_pct": "", "target_qps": "",
-                             **_trial(cell, node, qfile, params, None,
+                             **_trial(cell, client, node, qfile, params, None,
                                       f"dnsperf-closed-{trial}.txt", responder=True)})
                 order = loads if trial % 2 else list(reversed(loads))
                 for load in order:
                     rate = capacity * load / 100
                     rows.append({"trial": trial, "mode": "paced", "load_pct": load,
                                  "target_qps": round(rate, 1),
-                                 **_trial(cell, node, qfile, params, rate,
+                                 **_trial(cell, client, node, qfile, params, rate,
                                           f"dnsperf-l{load}-{trial}.txt", responder=True)})
             perf.write_rows(cell.path / "ceiling.csv", _uniform(rows))
             cell.figures.update(_ceiling_figures(rows, loads, capacity))
@@ -234,6 +234,7 @@ def trials(run: Run) -> None:
         raise LabError(f"SERVER={server!r} is not an authoritative server of this lab",
                        hint="SERVER=" + ", ".join(nodes))
     node = nodes[server]
+    client = run.topology.node(role="client").name
     others = [n for n in nodes.values() if n != node]
     placement = run.placement()
     zone, qfile = write_zone(run, params["names"])
@@ -250,9 +251,10 @@ def trials(run: Run) -> None:
     else:
         with run.cell("phase=capacity", {"phase": "capacity", "server": server,
                                          "profile": "default"}) as cell:
-            cell.up(_data(node, server, zone, params, {}, placement), hold=others)
+            cell.up(_data(node, client, server, zone, params, {}, placement), hold=others)
             cell.monitor([node])
-            rows = [_trial(cell, node, qfile, params, None, f"dnsperf-capacity-{i}.txt")
+            rows = [_trial(cell, client, node, qfile, params, None,
+                           f"dnsperf-capacity-{i}.txt")
                     for i in range(1, params["capacity_trials"] + 1)]
             perf.write_rows(cell.path / "trials.csv", rows)
             capacity = perf.median([r["qps"] for r in rows]) or 0.0
@@ -265,7 +267,8 @@ def trials(run: Run) -> None:
         raise LabError("the capacity run answered nothing", hint="see phase=capacity's files")
     # .get: a resumed run from before the ceiling cell keeps its own parameters
     if params.get("ceiling") and run.finished("phase=ceiling") is None:
-        run_ceiling(run, node, list(nodes.values()), zone, qfile, capacity, placement)
+        run_ceiling(run, node, client, list(nodes.values()), zone, qfile, capacity,
+                    placement)
     for profile in params["profiles"]:
         if run.finished(f"profile={profile}") is not None:
             continue
@@ -274,7 +277,7 @@ def trials(run: Run) -> None:
                        "sysctls_skipped_host_wide": skipped, "capacity_qps": round(capacity, 1),
                        "loads": loads, "placement": placement.as_dict()}
         with run.cell(f"profile={profile}", cell_params) as cell:
-            cell.up(_data(node, server, zone, params, sysctls, placement), hold=others)
+            cell.up(_data(node, client, server, zone, params, sysctls, placement), hold=others)
             cell.monitor([node])
             rows = []
             for trial in range(1, params["trials"] + 1):
@@ -282,7 +285,7 @@ def trials(run: Run) -> None:
                 for load in order:
                     rate = capacity * load / 100
                     row = {"trial": trial, "load_pct": load, "target_qps": round(rate, 1),
-                           **_trial(cell, node, qfile, params, rate,
+                           **_trial(cell, client, node, qfile, params, rate,
                                     f"dnsperf-l{load}-{trial}.txt")}
                     rows.append(row)
                     perf.write_rows(cell.path / "trials.csv", rows)

@@ -61,8 +61,9 @@ from experiments.port_range import (
 @dataclass(frozen=True)
 class Ends:
     """The two ends of the transfers in a cell: the primary and the secondary node, each
-    with its server kind, and every primary and secondary node of the lab (`lab.up` holds
-    all but the chosen primary; the procedure starts the secondary itself)."""
+    with its server kind, every primary and secondary node of the lab (`lab.up` holds all
+    but the chosen primary; the procedure starts the secondary itself), and the client node
+    the probes ask from."""
 
     primary: str
     primary_kind: str
@@ -70,6 +71,7 @@ class Ends:
     secondary_kind: str
     primaries: tuple[str, ...]
     secondaries: tuple[str, ...]
+    client: str
 
     @property
     def servers(self) -> list[str]:
@@ -112,7 +114,8 @@ def ends(run: Run, secondary_kind: str) -> Ends:
     return Ends(primary=primaries[primary_kind], primary_kind=primary_kind,
                 secondary=secondaries[secondary_kind], secondary_kind=secondary_kind,
                 primaries=tuple(primaries.values()),
-                secondaries=tuple(secondaries.values()))
+                secondaries=tuple(secondaries.values()),
+                client=run.topology.node(role="client").name)
 
 
 def check_secondaries(run: Run, kinds: list[str]) -> None:
@@ -135,16 +138,18 @@ def _progress() -> Progress:
                     TextColumn("eta"), TimeRemainingColumn(), transient=False)
 
 
-def wait_primary_serves(cell: Cell, primary: str, names: list[str], timeout: float) -> float:
-    """Wait until the primary answers for every zone (evidence: SOA with AA)."""
+def wait_primary_serves(cell: Cell, pair: Ends, names: list[str], timeout: float) -> float:
+    """Wait until the primary answers for every zone (evidence: SOA with AA, asked from the
+    client)."""
     lab = cell.lab
     assert lab is not None
+    primary = pair.primary
     start = time.monotonic()
     todo = list(names)
 
     def serves_all() -> bool:
         nonlocal todo
-        _, todo = probe.count_served(lab.netns("client"), lab.address(primary), todo)
+        _, todo = probe.count_served(lab.netns(pair.client), lab.address(primary), todo)
         if todo and not lab.alive(primary):
             raise LabError("the primary exited while loading its zones",
                            hint=f"its log: {lab.log(primary)}")
@@ -207,7 +212,7 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
         lab = cell.up(data, hold=pair.held)
         names = [z.name for z in zone_refs]
         cell.figures["primary_load_s"] = round(
-            wait_primary_serves(cell, pair.primary, names, params["deadline_s"]), 3)
+            wait_primary_serves(cell, pair, names, params["deadline_s"]), 3)
         readback = lab.state.nodes[secondary].sysctls
         cell.figures["port_range"] = readback.get(PORT_RANGE_KEY)
         result = _cold_start(cell, pair, names, params)
@@ -284,7 +289,7 @@ def _cold_start(cell: Cell, pair: Ends, names: list[str],
             if time.monotonic() >= next_probe:
                 next_probe += 1.0
                 sample = [unconfirmed.popleft() for _ in range(min(batch, len(unconfirmed)))]
-                _count, missing = probe.count_served(lab.netns("client"),
+                _count, missing = probe.count_served(lab.netns(pair.client),
                                                      lab.address(secondary), sample)
                 unconfirmed.extend(missing)
                 served = len(names) - len(unconfirmed)

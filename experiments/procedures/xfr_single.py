@@ -21,17 +21,18 @@ from dnslab.lab import Lab
 from dnslab.render import ZoneRef
 from dnslab.servers import driver
 from dnslab.wait import WaitTimeout, wait_until
-from experiments.procedures.xfr import check_secondaries, ends, wait_primary_serves
+from experiments.procedures.xfr import Ends, check_secondaries, ends, wait_primary_serves
 
 
-def _first_authoritative_soa(lab: Lab, secondary: str, zone: str, poll_s: float,
+def _first_authoritative_soa(lab: Lab, client: str, secondary: str, zone: str, poll_s: float,
                              timeout_s: float) -> tuple[float | None, float | None]:
-    """When (host monotonic clock) the secondary first answered the zone's SOA with AA, and
-    that query's round trip; (None, None) when not within `timeout_s`."""
+    """When (host monotonic clock) the secondary first answered the zone's SOA with AA (asked
+    from the `client` node), and that query's round trip; (None, None) when not within
+    `timeout_s`."""
 
     def answered() -> tuple[float, float] | None:
         sent = time.monotonic()
-        answer = probe.try_query_in(lab.netns("client"), lab.address(secondary), zone, "SOA",
+        answer = probe.try_query_in(lab.netns(client), lab.address(secondary), zone, "SOA",
                                     timeout=0.2)
         if answer and answer.rcode == "NOERROR" and answer.authoritative:
             return time.monotonic(), time.monotonic() - sent
@@ -46,9 +47,10 @@ def _first_authoritative_soa(lab: Lab, secondary: str, zone: str, poll_s: float,
         return None, None
 
 
-def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repetitions: int,
-                        poll_s: float, timeout_s: float) -> list[dict[str, Any]]:
-    """Start the secondary cold `repetitions` times; time start -> first authoritative SOA.
+def repeated_cold_start(cell: Cell, pair: Ends, zone: str, repetitions: int, poll_s: float,
+                        timeout_s: float) -> list[dict[str, Any]]:
+    """Start the secondary of `pair` cold `repetitions` times; time start -> first
+    authoritative SOA (asked from the pair's client).
 
     Both instants are read on the host's monotonic clock: the error of one measurement is at
     most one poll interval plus one query round trip, both recorded with it.
@@ -56,8 +58,9 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
     lab = cell.lab
     assert lab is not None
     rows = []
+    secondary = pair.secondary
     node_dir = lab.node_dir(secondary)
-    server_driver = driver(server)
+    server_driver = driver(pair.secondary_kind)
     with open(cell.path / "repetitions.csv", "w", newline="") as handle:
         writer = None
         for rep in range(repetitions):
@@ -66,7 +69,7 @@ def repeated_cold_start(cell: Cell, secondary: str, server: str, zone: str, repe
             log_start = lab.log(secondary).stat().st_size if lab.log(secondary).exists() else 0
             start = time.monotonic()
             lab.start(secondary)
-            answered, rtt = _first_authoritative_soa(lab, secondary, zone, poll_s,
+            answered, rtt = _first_authoritative_soa(lab, pair.client, secondary, zone, poll_s,
                                                      timeout_s - (time.monotonic() - start))
             with open(lab.log(secondary), errors="replace") as log:
                 log.seek(log_start)
@@ -145,11 +148,10 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
                                               "zone": zone_ref.name}) as cell:
             lab = cell.up(data, hold=pair.held)
             cell.figures["primary_load_s"] = round(
-                wait_primary_serves(cell, pair.primary, [zone_ref.name], load_timeout), 3)
+                wait_primary_serves(cell, pair, [zone_ref.name], load_timeout), 3)
             cell.monitor([secondary, pair.primary])
-            rows = repeated_cold_start(cell, secondary, server, zone_ref.name,
-                                       params["repetitions"], params["poll_s"],
-                                       params["timeout_s"])
+            rows = repeated_cold_start(cell, pair, zone_ref.name, params["repetitions"],
+                                       params["poll_s"], params["timeout_s"])
             cell.figures.update(_summarise(rows, records, timing))
             lab.stop(secondary)
 

@@ -167,12 +167,16 @@ class _StubRun:
         pass
 
 
+def _usable(run: _StubRun) -> list[str]:
+    return fallback.usable_servers(run, fallback.MobileNodes.of(run.topology))
+
+
 def test_bind916_leaves_the_default_servers_only_when_its_image_is_missing():
     run = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=False)
-    assert fallback.usable_servers(run) == ["bind", "knot", "nsd"]
+    assert _usable(run) == ["bind", "knot", "nsd"]
     assert "not built" in run.meta["servers_skipped"]["bind916"]
     built = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=True)
-    assert fallback.usable_servers(built) == ["bind916", "bind", "knot", "nsd"]
+    assert _usable(built) == ["bind916", "bind", "knot", "nsd"]
     # asked for by name, a missing image is an error, not a silent skip
     with pytest.raises(LabError, match="not built"):
-        fallback.usable_servers(_StubRun(["bind916"], image_built=False))
+        _usable(_StubRun(["bind916"], image_built=False))

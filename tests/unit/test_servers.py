@@ -223,7 +223,7 @@ def test_wait_for_serial_waits_for_that_serial(monkeypatch):
     serials = iter([None, 1, 2])
     monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: SimpleNamespace(
         serial=next(serials)))
-    assert driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 2, 5) >= 0
+    assert driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 2, 5, "c") >= 0
     monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: None)
     with pytest.raises(LabError, match="serial 3"):
-        driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 3, 0.05)
+        driver("knot").wait_for_serial(_FakeLab(Path("x")), "n", "a.test.", 3, 0.05, "c")
