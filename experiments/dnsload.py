@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -20,6 +21,32 @@ from dnslab.errors import LabError
 from dnslab.lab import Lab
 from dnslab.paths import BIN
 from experiments.stairs import StepMeasure
+
+
+def stop_serve(serve: subprocess.Popen, argv: list[str], timeout: float = 30.0) -> str:
+    """Stop a `dnsload serve` started with `lab.popen(node, argv)` by SIGTERM to the responder
+    itself, so that it prints its `serve_total` line, and return what it printed. On the clab
+    runtime `serve` is the `docker exec` client, which does not pass signals on; the responder
+    in the container is a host process too, found by its exact command line."""
+    wanted = "\0".join(argv).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().rstrip(b"\0")
+        except OSError:
+            continue
+        if cmdline == wanted:
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    try:
+        out, _ = serve.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        out, _ = serve.communicate()
+    return out or ""
 
 
 def ensure_dnsload() -> Path:

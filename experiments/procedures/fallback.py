@@ -103,7 +103,7 @@ from dnslab.sysctl import node_sysctls
 from dnslab.topology import Topology
 from experiments import stairs
 from experiments.common import check_choice, write_rows
-from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload
+from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload, stop_serve
 from experiments.responses import (
     RESPONSE_COLUMNS,
     response_figures,
@@ -207,10 +207,10 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
     with run.cell(f"server=ceiling,records={records}", cell_params) as cell:
         lab = cell.up(data, hold=list(nodes.servers.values()))
         budget = (len(rates) + 40) * (float(params["ceiling_step_s"]) + 10) + 60
-        serve = lab.popen(node, [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
-                                 "-l", f"{budget:g}", "-tc", f"{truncating:.4f}",
-                                 "-tcp-size", str(tcp_size)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        serve_argv = [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
+                      "-l", f"{budget:g}", "-tc", f"{truncating:.4f}", "-tcp-size", str(tcp_size)]
+        serve = lab.popen(node, serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
         try:
             ready = serve.stdout.readline() if serve.stdout else ""
             if '"serve_ready"' not in ready:
@@ -232,9 +232,8 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
             results = coarse_and_fine(runner, gen, recorder, ceiling_params, rates)
             cell.figures.update(stair_figures(results, recorder.rows))
         finally:
-            serve.terminate()
-            out, _ = serve.communicate(timeout=30)
-            (cell.path / "dnsload" / "serve.jsonl").write_text(ready + (out or ""))
+            out = stop_serve(serve, serve_argv)
+            (cell.path / "dnsload" / "serve.jsonl").write_text(ready + out)
 
 
 def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: str,

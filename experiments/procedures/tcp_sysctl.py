@@ -68,7 +68,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
-from experiments.dnsload import ensure_dnsload
+from experiments.dnsload import ensure_dnsload, stop_serve
 from experiments.procedures import perf
 
 ZONE = "tcp.test."
@@ -171,9 +171,9 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
     budget = trials * (len(loads) + 1) * per_trial + 120
     with run.cell("phase=ceiling", cell_params) as cell:
         lab = cell.up(data, hold=servers)
-        serve = lab.popen(node, [str(binary), "serve", "-a", f"{lab.address(node)}:53",
-                                 "-l", f"{budget:g}"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        serve_argv = [str(binary), "serve", "-a", f"{lab.address(node)}:53", "-l", f"{budget:g}"]
+        serve = lab.popen(node, serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
         ready = ""
         try:
             ready = serve.stdout.readline() if serve.stdout else ""
@@ -197,8 +197,7 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
             perf.write_rows(cell.path / "ceiling.csv", _uniform(rows))
             cell.figures.update(_ceiling_figures(rows, loads, capacity))
         finally:
-            serve.terminate()
-            out, _ = serve.communicate(timeout=30)
+            out = stop_serve(serve, serve_argv)
             (cell.path / "dnsload").mkdir(exist_ok=True)
             (cell.path / "dnsload" / "serve.jsonl").write_text(ready + (out or ""))
 
