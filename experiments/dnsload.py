@@ -2,7 +2,9 @@
 
 `ensure_dnsload()` builds build/bin/dnsload when it is missing; `DnsloadGenerator` is a
 `experiments.stairs.LoadGenerator` (argv for one step, its JSON totals parsed into a
-`StepMeasure`); `DnsloadRunner` runs it in a lab node and keeps its own CPU time.
+`StepMeasure`); `DnsloadRunner` runs it in a lab node and keeps its own CPU time;
+`serving()` runs `dnsload serve`, the canned responder the generator ceilings are measured
+against, in a node for the length of a block.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +51,32 @@ def stop_serve(serve: subprocess.Popen, argv: list[str], timeout: float = 30.0) 
         serve.kill()
         out, _ = serve.communicate()
     return out or ""
+
+
+@contextmanager
+def serving(lab: Lab, node: str, limit_s: float, log_dir: Path,
+            options: list[str] | None = None) -> Iterator[None]:
+    """`dnsload serve` on `node`'s lab address, port 53, for the block: started, waited for
+    (its `serve_ready` line), then stopped (`stop_serve`), and everything it printed (ready
+    line, then its `serve_total` counts) kept in `log_dir/serve.jsonl`. `limit_s` is its own
+    time limit (`-l`), a backstop should the block never end; `options` are extra serve
+    flags (`-tc`, `-tcp-size`)."""
+    argv = [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
+            "-l", f"{limit_s:g}", *(options or [])]
+    serve = lab.popen(node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = serve.stdout.readline() if serve.stdout else ""
+    if '"serve_ready"' not in ready:
+        serve.kill()
+        _, err = serve.communicate()
+        raise LabError(f"dnsload serve did not start in node {node}: "
+                       + ((err or ready).strip().splitlines() or ["no message"])[-1],
+                       hint="run build/bin/dnsload serve by hand in that node")
+    try:
+        yield
+    finally:
+        out = stop_serve(serve, argv)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / "serve.jsonl").write_text(ready + out)
 
 
 def ensure_dnsload() -> Path:

@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -103,7 +102,7 @@ from dnslab.sysctl import node_sysctls
 from dnslab.topology import Topology
 from experiments import stairs
 from experiments.common import check_choice, write_rows
-from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload, stop_serve
+from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload, serving
 from experiments.responses import (
     RESPONSE_COLUMNS,
     response_figures,
@@ -207,23 +206,14 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
     with run.cell(f"server=ceiling,records={records}", cell_params) as cell:
         lab = cell.up(data, hold=list(nodes.servers.values()))
         budget = (len(rates) + 40) * (float(params["ceiling_step_s"]) + 10) + 60
-        serve_argv = [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
-                      "-l", f"{budget:g}", "-tc", f"{truncating:.4f}", "-tcp-size", str(tcp_size)]
-        serve = lab.popen(node, serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
-        try:
-            ready = serve.stdout.readline() if serve.stdout else ""
-            if '"serve_ready"' not in ready:
-                raise LabError("dnsload serve did not start in the server node: "
-                               + (serve.stderr.read() if serve.stderr else ""),
-                               hint="run build/bin/dnsload serve by hand in that node")
+        serve_options = ["-tc", f"{truncating:.4f}", "-tcp-size", str(tcp_size)]
+        with serving(lab, node, budget, cell.path / "dnsload", serve_options):
             cell.monitor([node, nodes.client])
-            (cell.path / "dnsload").mkdir(exist_ok=True)
             gen = DnsloadGenerator(server=f"{lab.address(node)}:53",
-                                        query_file=str(qfile.path),
-                                        binary=str(ensure_dnsload()),
-                                        timeout_s=float(params["timeout_s"]), bufsize=payload,
-                                        max_outstanding=int(params["max_outstanding"]))
+                                   query_file=str(qfile.path),
+                                   binary=str(ensure_dnsload()),
+                                   timeout_s=float(params["timeout_s"]), bufsize=payload,
+                                   max_outstanding=int(params["max_outstanding"]))
             runner = DnsloadRunner(lab, nodes.client, cell.path / "dnsload" / "stderr.log")
             recorder = StepRecorder(cell, lab, node, nodes.client, runner=runner,
                                     max_tat_ms=float(params["max_tat_ms"]))
@@ -231,9 +221,6 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
                               "fine_step_s": params["ceiling_step_s"]}
             results = coarse_and_fine(runner, gen, recorder, ceiling_params, rates)
             cell.figures.update(stair_figures(results, recorder.rows))
-        finally:
-            out = stop_serve(serve, serve_argv)
-            (cell.path / "dnsload" / "serve.jsonl").write_text(ready + out)
 
 
 def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: str,

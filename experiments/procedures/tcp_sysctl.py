@@ -56,7 +56,6 @@ profile) are the analysis' (`analysis.stats.write_stats` -> `stats.json`).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
-from experiments.dnsload import ensure_dnsload, stop_serve
+from experiments.dnsload import ensure_dnsload, serving
 from experiments.procedures import perf
 
 ZONE = "tcp.test."
@@ -160,7 +159,7 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
     namespace (its daemon and every other server held)."""
     params = run.params
     loads = list(params["loads"])
-    binary = ensure_dnsload()
+    ensure_dnsload()  # built before the lab is up
     data = LabData(zones=[zone], health_zone=ZONE, extra_binds=[paths.BIN],
                    cpu_sets={client: placement.generator, node: placement.server})
     cell_params = {"phase": "ceiling", "responder": "dnsload serve", "responder_node": node,
@@ -171,16 +170,7 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
     budget = trials * (len(loads) + 1) * per_trial + 120
     with run.cell("phase=ceiling", cell_params) as cell:
         lab = cell.up(data, hold=servers)
-        serve_argv = [str(binary), "serve", "-a", f"{lab.address(node)}:53", "-l", f"{budget:g}"]
-        serve = lab.popen(node, serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
-        ready = ""
-        try:
-            ready = serve.stdout.readline() if serve.stdout else ""
-            if '"serve_ready"' not in ready:
-                raise LabError("dnsload serve did not start in the server node: "
-                               + (serve.stderr.read() if serve.stderr else ""),
-                               hint="run build/bin/dnsload serve by hand in that node")
+        with serving(lab, node, budget, cell.path / "dnsload"):
             cell.monitor([node])
             rows: list[dict[str, Any]] = []
             for trial in range(1, trials + 1):
@@ -196,10 +186,6 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
                                           f"dnsperf-l{load}-{trial}.txt", responder=True)})
             perf.write_rows(cell.path / "ceiling.csv", _uniform(rows))
             cell.figures.update(_ceiling_figures(rows, loads, capacity))
-        finally:
-            out = stop_serve(serve, serve_argv)
-            (cell.path / "dnsload").mkdir(exist_ok=True)
-            (cell.path / "dnsload" / "serve.jsonl").write_text(ready + (out or ""))
 
 
 def _uniform(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,13 +1,18 @@
 """stop_serve: the responder itself gets SIGTERM and prints its totals, also when the process
-the lab started is a wrapper that does not pass signals on (clab's `docker exec` client)."""
+the lab started is a wrapper that does not pass signals on (clab's `docker exec` client);
+serving: the responder for a block, its output kept, a failed start a one-line error."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
-from experiments.dnsload import stop_serve
+import pytest
+
+from dnslab.errors import LabError
+from experiments.dnsload import serving, stop_serve
 
 RESPONDER = """
 import signal, sys, time
@@ -51,3 +56,39 @@ def test_a_responder_behind_a_wrapper_that_swallows_signals_prints_its_totals():
     out = stop_serve(wrapper, argv, timeout=10)
     assert "serve_total" in out
     assert wrapper.returncode == 0
+
+
+class _HostLab:
+    """A lab whose one node is the host: `serving` runs its argv as given."""
+
+    def address(self, node: str) -> str:
+        return "127.0.0.1"
+
+    def popen(self, node: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kwargs)
+
+
+def _serve_script(tmp_path, monkeypatch, code: str) -> None:
+    # `serving` runs [dnsload, "serve", ...]; with the interpreter as dnsload and the working
+    # directory holding a script named "serve", that argv is the script's own command line
+    (tmp_path / "serve").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("experiments.dnsload.ensure_dnsload", lambda: Path(sys.executable))
+
+
+def test_serving_keeps_the_ready_line_and_the_totals(tmp_path, monkeypatch):
+    _serve_script(tmp_path, monkeypatch, RESPONDER)
+    with serving(_HostLab(), "srv", 30, tmp_path / "log", ["-tc", "0.3"]):
+        pass
+    lines = (tmp_path / "log" / "serve.jsonl").read_text().splitlines()
+    assert lines == ['{"type": "serve_ready"}', '{"type": "serve_total"}']
+
+
+def test_a_responder_that_does_not_start_is_one_line_error(tmp_path, monkeypatch):
+    _serve_script(tmp_path, monkeypatch,
+                  "import sys\nsys.stderr.write('listen udp 127.0.0.1:53: bind: in use\\n')\n"
+                  "sys.exit(1)\n")
+    with pytest.raises(LabError, match="did not start in node srv: listen udp .*in use$"):
+        with serving(_HostLab(), "srv", 30, tmp_path / "log"):
+            raise AssertionError("the block must not run")
+    assert not (tmp_path / "log").exists()
