@@ -83,6 +83,8 @@ class Lab:
         self.runtime = runtime
         # node -> WAN emulation applied and read back (dnslab.wan)
         self.wan: dict[str, dict] = {}
+        # node -> seconds from its start to its first health answer (lab.up)
+        self.healthy_s: dict[str, float] = {}
 
     @property
     def name(self) -> str:
@@ -220,15 +222,17 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     # meets a primary still loading backs off (BIND's retry timer), and a lab up then stalls
     # until NOTIFY rescues it, which it did not always do within the health timeout.
     after_primaries = {n for n in topo.nodes if n not in held and n not in primaries}
+    timeout = data.health_timeout_s or HEALTH_TIMEOUT_S
     try:
         chosen.create(rendered, state, held, later=after_primaries)
         if primaries and after_primaries:
-            handle.wait_healthy(primaries)
+            handle.healthy_s.update(handle.wait_healthy(primaries, timeout))
         for name in topo.nodes:
             if name in after_primaries and servers.driver(topo.nodes[name].server).runs_daemon:
                 handle.start(name)
         if wait:
-            handle.wait_healthy([n for n in topo.nodes if n not in held])
+            waited = [n for n in topo.nodes if n not in held and n not in handle.healthy_s]
+            handle.healthy_s.update(handle.wait_healthy(waited, timeout))
         # after the health checks: a node whose link loses everything still answered them
         for index, (name, spec) in enumerate(sorted(data.wan.items())):
             if name not in state.nodes:

@@ -66,6 +66,9 @@ class LabData:
     # the primary node the secondaries transfer from (a topology may offer one per server
     # kind); None: the topology's first primary
     primary: str | None = None
+    # how long each node may take to answer its health query (None: DNSLAB_HEALTH_TIMEOUT,
+    # 30 s); a primary loading a TLD-scale zone (14 M records) needs minutes
+    health_timeout_s: float | None = None
 
 
 @dataclass
