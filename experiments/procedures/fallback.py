@@ -342,8 +342,11 @@ def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
 
 
 def tcp_fallback(run: Run) -> None:
-    """tcp-fallback: per record set, the generator's ceiling, then one stair cell per
-    server x tuning; the load generator and the server on disjoint CPUs unless SHARE_CORES."""
+    """tcp-fallback: per record set, the generator's ceiling; then, server by server, one
+    stair cell per record set x tuning; the load generator and the server on disjoint CPUs
+    unless SHARE_CORES. A server's cells run one after another, so the ratios its claims
+    take (before/after, untuned/tuned) come from one stretch of time, also when a long run
+    is resumed (RESUME=) on another day: finished cells are kept, never run again."""
     params = run.params
     check_choice("records", params["records"], zones.epc.PROFILES)
     check_choice("tunings", params["tunings"], ("untuned", "tuned"))
@@ -351,7 +354,19 @@ def tcp_fallback(run: Run) -> None:
     servers = usable_servers(run, nodes)
     placement = run.placement()
     ensure_dnsload()
-    for records in params["records"]:
+    record_sets = list(params["records"])
+    stair_cells = len(record_sets) * len(servers) * len(params["tunings"])
+    ceiling_cells = len(record_sets) if params["ceiling"] else 0
+    # about 16 stair steps (coarse, failing, fine), the burst and the function test; a
+    # ceiling's geometric stair about 25 steps
+    stair_s = float(params["step_s"]) * 16 + float(params["burst_s"]) \
+        + float(params.get("function_s", 0)) + 60
+    ceiling_s = float(params["ceiling_step_s"]) * 25 + 60
+    run.plan(stair_cells + ceiling_cells,
+             per_cell_s=(stair_cells * stair_s + ceiling_cells * ceiling_s)
+             / (stair_cells + ceiling_cells))
+    inputs: dict[str, tuple[zones.ZoneSet, queries.QueryFile, dict[str, float]]] = {}
+    for records in record_sets:
         zone_set = zones.ensure("3gpp", {"profile": records, **(params.get("zone_params") or {})},
                                 seed=params["seed"])
         mix = mix_for(zone_set)
@@ -359,9 +374,13 @@ def tcp_fallback(run: Run) -> None:
                                     truncating=float(params["truncating"]),
                                     seed=params["seed"], payload=int(params["client_bufsize"]),
                                     mix=mix)
-        if params["ceiling"]:
+        inputs[records] = (zone_set, qfile, mix)
+        if params["ceiling"] and run.finished(f"server=ceiling,records={records}") is None:
             run_ceiling(run, nodes, records, zone_set, qfile, placement, servers[0])
-        for server in servers:
+    for server in servers:
+        for records in record_sets:
+            zone_set, qfile, mix = inputs[records]
             for tuning in params["tunings"]:
-                run_cell(run, nodes, server, records, tuning, zone_set, qfile, mix,
-                         placement)
+                if run.finished(f"server={server},records={records},tuning={tuning}") is None:
+                    run_cell(run, nodes, server, records, tuning, zone_set, qfile, mix,
+                             placement)

@@ -180,3 +180,60 @@ def test_bind916_leaves_the_default_servers_only_when_its_image_is_missing():
     # asked for by name, a missing image is an error, not a silent skip
     with pytest.raises(LabError, match="not built"):
         _usable(_StubRun(["bind916"], image_built=False))
+
+
+class _PlannedRun:
+    """The parts of a Run that tcp_fallback's loop uses; `done` cells count as finished."""
+
+    def __init__(self, params: dict, done: set[str]):
+        self.params = params
+        self.done = done
+        self.topology = None
+        self.planned: int | None = None
+
+    def placement(self) -> str:
+        return "placement"
+
+    def plan(self, cells: int, per_cell_s: float) -> None:
+        assert per_cell_s > 0
+        self.planned = cells
+
+    def finished(self, cell_id: str) -> dict | None:
+        return {"capacity_qps": 1} if cell_id in self.done else None
+
+
+def _cells_run(monkeypatch, done: set[str]) -> tuple[list[str], _PlannedRun]:
+    ran: list[str] = []
+    monkeypatch.setattr(fallback.MobileNodes, "of", classmethod(lambda cls, topo: None))
+    monkeypatch.setattr(fallback, "usable_servers", lambda run, nodes: ["bind916", "bind"])
+    monkeypatch.setattr(fallback, "ensure_dnsload", lambda: None)
+    monkeypatch.setattr(fallback.zones, "ensure", lambda *a, **k: f"zones-{a[1]['profile']}")
+    monkeypatch.setattr(fallback, "mix_for", lambda zone_set: {})
+    monkeypatch.setattr(fallback.queries, "mobile_core", lambda zone_set, **k: "qfile")
+    monkeypatch.setattr(fallback, "run_ceiling", lambda run, nodes, records, *a:
+                        ran.append(f"server=ceiling,records={records}"))
+    monkeypatch.setattr(fallback, "run_cell", lambda run, nodes, server, records, tuning, *a:
+                        ran.append(f"server={server},records={records},tuning={tuning}"))
+    params = {"records": ["before", "after"], "tunings": ["untuned", "tuned"], "ceiling": True,
+              "seed": 1, "queries": 10, "truncating": 0.3, "client_bufsize": 4096,
+              "step_s": 60, "burst_s": 600, "function_s": 60, "ceiling_step_s": 20}
+    run = _PlannedRun(params, done)
+    fallback.tcp_fallback(run)  # type: ignore[arg-type]
+    return ran, run
+
+
+def test_tcp_fallback_runs_the_ceilings_then_one_server_at_a_time(monkeypatch) -> None:
+    ran, run = _cells_run(monkeypatch, set())
+    assert run.planned == 10 and len(ran) == 10
+    assert ran[:2] == ["server=ceiling,records=before", "server=ceiling,records=after"]
+    assert ran[2:6] == [f"server=bind916,records={r},tuning={t}"
+                        for r in ("before", "after") for t in ("untuned", "tuned")]
+    assert all(cell.startswith("server=bind,") for cell in ran[6:])
+
+
+def test_a_resumed_tcp_fallback_skips_finished_cells(monkeypatch) -> None:
+    done = {"server=ceiling,records=before", "server=ceiling,records=after",
+            "server=bind916,records=before,tuning=untuned"}
+    ran, _ = _cells_run(monkeypatch, done)
+    assert not done & set(ran)
+    assert ran[0] == "server=bind916,records=before,tuning=tuned" and len(ran) == 7
