@@ -56,7 +56,8 @@ def _compact(value: Any) -> str:
 def _sysctl_table(run: Run) -> dict[str, Any]:
     """Rows = sysctl keys, columns = (cell, node); each value is what the kernel read back,
     with what the lab requested when that was something else. Rows that differ between
-    columns are flagged, as are values that did not take."""
+    columns are flagged, as are values that did not take. Columns of the same node with
+    every value alike are one column ("<first cell> (+N alike)")."""
     columns: list[tuple[str, str]] = []
     values: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
     for cell in run.cells:
@@ -71,14 +72,24 @@ def _sysctl_table(run: Run) -> dict[str, Any]:
                 values.setdefault(key, {})[(cell.id, node)] = {
                     "value": "not read" if got is None else got, "requested": asked,
                     "mismatch": asked is not None and got != asked}
+    empty = {"value": "", "requested": None, "mismatch": False}
+    # columns of one node whose every value is the same (a profile's rounds, repetitions)
+    # are shown once, labelled with the first cell and how many more there are
+    groups: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
+    for col in columns:
+        same = (col[1], *(json.dumps(values[key].get(col, empty), sort_keys=True)
+                          for key in sorted(values)))
+        groups.setdefault(same, []).append(col)
+    shown = [cols[0] for cols in groups.values()]
+    labels = [(cell if len(cols) == 1 else f"{cell} (+{len(cols) - 1} alike)", node)
+              for (cell, node), cols in zip(shown, groups.values(), strict=True)]
     rows = []
     for key in sorted(values):
-        cells = [values[key].get(col, {"value": "", "requested": None, "mismatch": False})
-                 for col in columns]
+        cells = [values[key].get(col, empty) for col in shown]
         rows.append({"key": key, "values": cells,
                      "differs": len({c["value"] for c in cells}) > 1,
                      "requested": any(c["requested"] is not None for c in cells)})
-    return {"columns": columns, "rows": rows}
+    return {"columns": labels, "rows": rows}
 
 
 def _placement(run: Run) -> dict[str, Any]:

@@ -19,6 +19,7 @@ ceiling below 90 % of the target marks the load generator-limited.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,27 +49,37 @@ def _is_ceiling(cell: dict[str, Any]) -> bool:
 
 
 def paced_rows_for(run: Path) -> list[dict[str, Any]]:
-    """tcp-sysctl: one row per profile cell and load: the target, dnsperf's ceiling at that
-    target (None: no ceiling cell), the profile's median answered qps, its share of the
-    ceiling, and whether the ceiling fell short of the target (generator-limited)."""
+    """tcp-sysctl: one row per profile and load: the target, dnsperf's ceiling at that
+    target (None: no ceiling cell), the profile's median answered qps over its trials (in
+    one cell per profile, or one per profile and round), its share of the ceiling, and
+    whether the ceiling fell short of the target (generator-limited)."""
     meta = json.loads((run / "meta.json").read_text())
     cells = _cells(run)
     ceiling = next((c["figures"] for c in cells if _is_ceiling(c)), {})
     capacity = next((c["figures"].get("capacity_qps") for c in cells
                      if c.get("params", {}).get("phase") == "capacity"), None)
     loads = (meta.get("params") or {}).get("loads") or []
-    rows = []
+    trials: dict[str, dict[Any, list[float]]] = {}
+    targets: dict[Any, Any] = {}
     for cell in cells:
         params = cell.get("params", {})
         if "phase" in params or "profile" not in params:
             continue
         figures = cell.get("figures", {})
+        per_load = trials.setdefault(str(params["profile"]), {})
         for load in loads:
-            target = figures.get(f"target_qps_l{load}")
-            reached = ceiling.get(f"ceiling_qps_l{load}")
-            rate = figures.get(f"qps_l{load}")
+            targets.setdefault(load, figures.get(f"target_qps_l{load}"))
+            each = figures.get(f"qps_trials_l{load}")
+            if each is None and figures.get(f"qps_l{load}") is not None:
+                each = [figures[f"qps_l{load}"]]  # a cell that kept only its median
+            per_load.setdefault(load, []).extend(float(q) for q in each or [])
+    rows = []
+    for profile, per_load in trials.items():
+        for load in loads:
+            target, reached = targets.get(load), ceiling.get(f"ceiling_qps_l{load}")
+            rate = statistics.median(per_load[load]) if per_load.get(load) else None
             rows.append({"experiment": meta["experiment"], "run": meta["run_id"],
-                         "cell": f"{cell['cell_id']} @{load}%", "capacity": capacity,
+                         "cell": f"profile={profile} @{load}%", "capacity": capacity,
                          "target": target, "ceiling": reached, "rate": rate,
                          "share": rate / reached if rate is not None and reached else None,
                          "generator_limited": bool(target and reached is not None

@@ -278,20 +278,22 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = [c for c in run.cells if "profile" in c.params and "phase" not in c.params]
     if not cells:
         raise NotApplicable("no profile cells")
-    for i, cell in enumerate(cells):
-        profile = str(cell.params["profile"])
+    # a profile's trials may sit in several cells (one per round): pooled per profile
+    by_profile: dict[str, list[float]] = {}
+    for cell in cells:
         trials = cell.csv("trials.csv", ("load_pct", "qps")) if cell.has("trials.csv") else None
-        values = ([] if trials is None else
-                  [float(v) for v in trials.loc[trials["load_pct"] == 100, "qps"]])
+        values = by_profile.setdefault(str(cell.params["profile"]), [])
+        if trials is not None:
+            values.extend(float(v) for v in trials.loc[trials["load_pct"] == 100, "qps"])
+    for i, (profile, values) in enumerate(by_profile.items()):
         if not values:
-            notes.append(f"{cell.label}: no trials at 100 % load")
+            notes.append(f"profile {profile}: no trials at 100 % load")
             continue
         colour = style.color_for(profile, i)
         ax.bar(i, float(np.median(values)), width=0.6, color=colour, alpha=0.35)
         jitter = np.linspace(-0.15, 0.15, len(values))
         ax.plot(i + jitter, values, "o", color=colour)
-    ax.set_xticks(range(len(cells)), [str(c.params["profile"]) for c in cells],
-                  rotation=20, fontsize=9)
+    ax.set_xticks(range(len(by_profile)), list(by_profile), rotation=20, fontsize=9)
     ax.set_ylabel("dnsperf throughput over TCP (queries/s)")
     ceiling = derived.paced_ceiling(run)
     at = None if ceiling is None else ceiling[ceiling["load_pct"] == 100]

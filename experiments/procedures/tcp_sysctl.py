@@ -26,17 +26,21 @@ Cells, in order:
   analysis (`analysis.derived.require_paced_load_reached`) judges a load whose target the
   generator did not reach against the responder as generator-limited (a profile trial that
   sent less than its target was held back by the server).
-- `profile=<name>` for each profile in `profiles` (the profile's sysctls on the server node;
-  keys that are host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else
-  listed in `params.sysctls_skipped_host_wide`): `trials` rounds, each round one trial per
-  load in `loads` (percent of capacity, order alternating between rounds so drift does not
-  favour one load), each trial `dnsperf -Q <load% of capacity> -l trial_s`. The load is
+- `profile=<name>,round=<r>` for r in 1..`trials`, round by round: each round runs every
+  profile in `profiles` once (the order rotated by one each round, so no profile always goes
+  first), each in a fresh lab with the profile's sysctls on the server node (keys that are
+  host-wide on this kernel are applied only with ALLOW_HOST_SYSCTLS=1, else listed in
+  `params.sysctls_skipped_host_wide`), one trial per load in `loads` (percent of capacity,
+  order alternating between rounds so drift does not favour one load), each trial
+  `dnsperf -Q <load% of capacity> -l trial_s`. The rounds are blocks: a noisy machine's
+  drift over a several-hour study, or a run resumed (RESUME=) on another day, falls on
+  every profile alike instead of on the profiles that happened to run late. The load is
   open loop: dnsperf may keep `rate x timeout` queries outstanding, so it offers the rate
   whatever the server does; at 100 % and above a profile that serves more shows it (the
   capacity is the default profile's, not a cap), and one that serves less loses queries.
 
-Files per profile cell: `trials.csv`, one row per trial: `trial`, `load_pct`, `target_qps`,
-`sent_qps` (what dnsperf sent / trial_s: the rate it really offered), `outstanding`,
+Files per profile cell: `trials.csv`, one row per trial: `trial` (the round), `load_pct`,
+`target_qps`, `sent_qps` (what dnsperf sent / trial_s: the rate it really offered), `outstanding`,
 dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`,
 `avg_latency_ms`, `max_latency_ms`, `stdev_latency_ms`, `reconnections`,
 `generator_cpu_pct`, the server namespace's counter increases over the trial
@@ -45,7 +49,8 @@ tcp_abort_on_overflow acts), `listen_drops`, `retrans_segs`, `passive_opens`, an
 `latency_file`: the trial's answer-latency histogram (`latency-l<load>-<trial>.csv`, columns
 `upper_s`, `count`, from dnsperf -v; percentiles are computed by the analysis);
 `dnsperf-l<load>-<trial>.txt` (raw, without the per-answer lines); `monitor/<node>.csv`.
-`cell.json` figures, per load L in `loads`: `qps_trials_l<L>`, `avg_latency_ms_trials_l<L>`,
+`cell.json` figures (of that round; the analysis pools a profile's rounds), per load L in
+`loads`: `qps_trials_l<L>`, `avg_latency_ms_trials_l<L>`,
 `lost_trials_l<L>`, `listen_overflows_trials_l<L>`, `target_qps_l<L>`, and for the
 claims of today `qps_l<L>`, `avg_latency_ms_l<L>` (medians), `failures_per_s_l<L>`,
 `listen_overflows_l<L>` (sum); plus `capacity_qps`, `trials`.
@@ -210,7 +215,8 @@ def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
 
 
 def trials(run: Run) -> None:
-    """tcp-sysctl: measure capacity, then N interleaved trials per load for each profile."""
+    """tcp-sysctl: measure capacity and the generator's ceiling, then `trials` rounds, each
+    one cell per profile (order rotated) with one trial per load."""
     params = run.params
     server = params["server"]
     # server kind -> the lab's authoritative node of that kind (the tcpauth lab has one each)
@@ -225,11 +231,13 @@ def trials(run: Run) -> None:
     zone, qfile = write_zone(run, params["names"])
     loads = list(params["loads"])
     trial_s = params["trial_s"] + 2 * params["timeout_s"] + 1
-    per_profile = params["trials"] * len(loads) * trial_s + 15
-    run.plan(1 + bool(params.get("ceiling")) + len(params["profiles"]), per_cell_s=per_profile)
-    print(f"tcp-sysctl: {len(params['profiles'])} profiles x {params['trials']} trials x "
+    profiles = list(params["profiles"])
+    per_cell = len(loads) * trial_s + 10
+    run.plan(1 + bool(params.get("ceiling")) + len(profiles) * params["trials"],
+             per_cell_s=per_cell)
+    print(f"tcp-sysctl: {len(profiles)} profiles x {params['trials']} rounds x "
           f"{len(loads)} loads x {params['trial_s']} s: about "
-          f"{(len(params['profiles']) * per_profile + 60) / 3600:.1f} h", file=sys.stderr)
+          f"{(len(profiles) * params['trials'] * per_cell + 60) / 3600:.1f} h", file=sys.stderr)
     done = run.finished("phase=capacity")
     if done is not None:
         capacity = float(done["capacity_qps"])
@@ -254,32 +262,35 @@ def trials(run: Run) -> None:
     if params.get("ceiling") and run.finished("phase=ceiling") is None:
         run_ceiling(run, node, client, list(nodes.values()), zone, qfile, capacity,
                     placement)
-    for profile in params["profiles"]:
-        if run.finished(f"profile={profile}") is not None:
-            continue
-        sysctls, skipped = perf.profile_sysctls(run, profile)
-        cell_params = {"profile": profile, "server": server, "sysctls": sysctls,
-                       "sysctls_skipped_host_wide": skipped, "capacity_qps": round(capacity, 1),
-                       "loads": loads, "placement": placement.as_dict()}
-        with run.cell(f"profile={profile}", cell_params) as cell:
-            cell.up(_data(node, client, server, zone, params, sysctls, placement), hold=others)
-            cell.monitor([node])
-            rows = []
-            for trial in range(1, params["trials"] + 1):
-                order = loads if trial % 2 else list(reversed(loads))
-                for load in order:
+    chosen = {profile: perf.profile_sysctls(run, profile) for profile in profiles}
+    for rnd in range(1, params["trials"] + 1):
+        first = (rnd - 1) % len(profiles)
+        for profile in profiles[first:] + profiles[:first]:
+            cell_id = f"profile={profile},round={rnd}"
+            if run.finished(cell_id) is not None:
+                continue
+            sysctls, skipped = chosen[profile]
+            cell_params = {"profile": profile, "round": rnd, "server": server,
+                           "sysctls": sysctls, "sysctls_skipped_host_wide": skipped,
+                           "capacity_qps": round(capacity, 1), "loads": loads,
+                           "placement": placement.as_dict()}
+            with run.cell(cell_id, cell_params) as cell:
+                cell.up(_data(node, client, server, zone, params, sysctls, placement),
+                        hold=others)
+                cell.monitor([node])
+                rows = []
+                for load in loads if rnd % 2 else list(reversed(loads)):
                     rate = capacity * load / 100
-                    row = {"trial": trial, "load_pct": load, "target_qps": round(rate, 1),
-                           **_trial(cell, client, node, qfile, params, rate,
-                                    f"dnsperf-l{load}-{trial}.txt")}
-                    rows.append(row)
+                    rows.append({"trial": rnd, "load_pct": load, "target_qps": round(rate, 1),
+                                 **_trial(cell, client, node, qfile, params, rate,
+                                          f"dnsperf-l{load}-{rnd}.txt")})
                     perf.write_rows(cell.path / "trials.csv", rows)
-            cell.figures.update(_figures(rows, loads, capacity))
+                cell.figures.update(_figures(rows, loads, capacity))
 
 
 def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> dict[str, Any]:
     figures: dict[str, Any] = {"capacity_qps": round(capacity, 1),
-                               "trials": max(r["trial"] for r in rows)}
+                               "trials": len({r["trial"] for r in rows})}
     for load in loads:
         mine = [r for r in rows if r["load_pct"] == load]
         figures.update({

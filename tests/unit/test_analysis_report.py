@@ -141,3 +141,19 @@ def test_the_report_lists_what_the_run_chose_and_applied(tmp_path):
     assert chosen["WAN delayer counters (cache=cold)"] == {"sld": {"dropped": 3}}
     assert "WAN links (cache=warm)" not in chosen
     assert chosen["plan"]["cells"] == 2 and chosen["resumed"]["at"]
+
+
+def test_sysctl_table_shows_a_profiles_rounds_once(tmp_path: Path) -> None:
+    from analysis.report import _sysctl_table
+    from analysis.rundata import load_run
+    from tests.fixtures.runs import tcp_sysctl_run
+
+    run = load_run(tcp_sysctl_run(tmp_path, gain={"diiner": 1.08, "tso-win-divisor-1": 0.9},
+                                  trials=4, per_round=True))
+    table = _sysctl_table(run)
+    labels = [cell for cell, _node in table["columns"]]
+    # the ceiling cell (no sysctls) shows nothing; each profile's 4 rounds are one column
+    assert labels == ["profile=default,round=1 (+3 alike)", "profile=diiner,round=1 (+3 alike)",
+                      "profile=tso-win-divisor-1,round=1 (+3 alike)"]
+    abort = next(r for r in table["rows"] if r["key"] == "net.ipv4.tcp_abort_on_overflow")
+    assert [v["value"] for v in abort["values"]] == ["0", "1", "0"] and abort["differs"]

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis.rundata import load_run
+from analysis.stats import write_stats
 from analysis.verdicts import evaluate
 from tests.fixtures import runs
 
@@ -321,3 +323,21 @@ def test_f5_unknown_offered_rate_is_not_taken_as_saturated(tmp_path: Path) -> No
 def test_f5_abort_holds_on_a_seed_like_run(tmp_path: Path) -> None:
     run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08})
     expect(run, "F5.abort-on-overflow", "reproduced")
+
+
+@pytest.mark.parametrize(("gain", "claim_id", "wanted"), [
+    ({"diiner": 1.08}, "F5.abort-on-overflow", "reproduced"),
+    ({"diiner": 0.92}, "F5.abort-on-overflow", "not_reproduced"),
+    ({"tso-win-divisor-1": 1.10}, "F5.tso-win-divisor", "not_reproduced"),
+])
+def test_f5_verdicts_and_statistics_pool_a_profiles_rounds(tmp_path: Path, gain, claim_id,
+                                                          wanted) -> None:
+    """Rounds are blocks (one cell per profile and round): the claims and the statistics
+    pool a profile's rounds and come out as with one cell per profile."""
+    stats = []
+    for per_round in (False, True):
+        run = runs.tcp_sysctl_run(tmp_path / f"per_round_{per_round}", gain=gain, trials=10,
+                                  per_round=per_round)
+        expect(run, claim_id, wanted)
+        stats.append(write_stats(load_run(run)))
+    assert stats[0] == stats[1] and stats[0]["l100"]["qps"]
