@@ -151,13 +151,22 @@ def criteria(params: dict[str, Any]) -> stairs.Criteria:
 def coarse_and_fine(runner: stairs.Runner, gen: stairs.LoadGenerator, recorder: StepRecorder,
                     params: dict[str, Any], rates: list[float]) -> list[stairs.StepResult]:
     """The stair as the seed ran it, made finer around the knee: the coarse rates (ending
-    after STOP_AFTER_FAILURES failing steps in a row), then a fine pass from the coarse
-    capacity up to the first failing rate, in steps of at most FINE_SHARE of that capacity
-    (FINE_STEP_S each). Step numbers run on; `stair.csv`'s `phase` says which pass."""
+    after STOP_AFTER_FAILURES failing steps in a row); when no coarse step passed (a server
+    slower than the first step), a descent from the first rate in steps of DESCENT_FACTOR
+    until a step passes, down to STAIR_FLOOR; then a fine pass from the capacity up to the
+    first failing rate, in steps of at most FINE_SHARE of that capacity (FINE_STEP_S each).
+    Step numbers run on; `stair.csv`'s `phase` says which pass."""
     stop_after = int(params["stop_after_failures"]) or None
     recorder.phase = "coarse"
     results = stairs.steps(runner, gen, rates, float(params["step_s"]), criteria(params),
                          stop_after_failures=stop_after, on_step=recorder)
+    floor = float(params.get("stair_floor") or 0)
+    if stairs.capacity(results) is None and results and floor > 0:
+        recorder.phase = "descent"
+        results += stairs.descend(runner, gen, min(r.target_qps for r in results), floor,
+                                  float(params["step_s"]), criteria(params), on_step=recorder,
+                                  first_step=len(results) + 1,
+                                  factor=float(params.get("descent_factor") or 0.8))
     fine = stairs.fine_rates(results, float(params["fine_share"]))
     if fine:
         recorder.phase = "fine"

@@ -179,6 +179,32 @@ def steps(run: Runner, gen: LoadGenerator, rates: Sequence[float], step_duration
     return results
 
 
+def descend(run: Runner, gen: LoadGenerator, below: float, floor: float,
+            step_duration: float, criteria: Criteria | None = None,
+            on_step: Callable[[StepResult], None] | None = None,
+            first_step: int = 1, factor: float = 0.8) -> list[StepResult]:
+    """A server slower than the stair's first step: `factor` x `below`, then `factor` x that,
+    ... (whole qps), until a step passes or the rate would fall under `floor`. The passing
+    step and the failing one above it bound the knee for the fine pass (a factor near 1
+    leaves it few steps to do)."""
+    if not 0 < factor < 1:
+        raise LabError(f"descent factor {factor} is not between 0 and 1",
+                       hint="DESCENT_FACTOR=0.8 steps down by 20 % at a time")
+    criteria = criteria or Criteria()
+    results: list[StepResult] = []
+    rate = math.floor(below * factor)
+    while floor > 0 and rate >= floor:
+        res = run_step(run, gen, first_step + len(results), float(rate), step_duration,
+                       criteria)
+        results.append(res)
+        if on_step:
+            on_step(res)
+        if res.passed:
+            break
+        rate = math.floor(rate * factor)
+    return results
+
+
 def geometric_rates(start: float, stop: float, factor: float) -> list[float]:
     """start, start*factor, ... up to stop (inclusive), rounded to whole qps: a coarse stair
     whose steps grow with the rate, for a ceiling nobody knows in advance."""

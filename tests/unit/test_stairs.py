@@ -218,3 +218,55 @@ def test_geometric_rates_grow_by_the_factor_up_to_the_stop():
     assert stairs.geometric_rates(500, 2000, 2) == [500, 1000, 2000]
     with pytest.raises(LabError):
         stairs.geometric_rates(1000, 2000, 1.0)
+
+
+def test_a_server_slower_than_the_first_step_gets_a_descent_then_the_fine_pass() -> None:
+    server = FakeServer(capacity=1700)
+    coarse = stairs.steps(server, GEN, [2000, 3000], 10, stop_after_failures=2)
+    assert stairs.capacity(coarse) is None and stairs.fine_rates(coarse, 0.05) == []
+    down = stairs.descend(server, GEN, 2000, 100, 10, first_step=3)
+    assert [(r.step, r.target_qps, r.passed) for r in down] == [(3, 1600, True)]
+    fine = stairs.fine_rates(coarse + down, 0.05)
+    assert fine == [1680, 1760, 1840, 1920]
+    found = stairs.steps(server, GEN, fine, 10, stop_after_failures=2)
+    assert stairs.capacity(coarse + down + found) == 1680
+
+
+def test_the_descent_stops_at_its_floor() -> None:
+    down = stairs.descend(FakeServer(capacity=100), GEN, 2000, 700, 10, factor=0.5)
+    assert [r.target_qps for r in down] == [1000]
+    assert not any(r.passed for r in down)
+    down = stairs.descend(FakeServer(capacity=100), GEN, 2000, 200, 10, factor=0.5)
+    assert [r.target_qps for r in down] == [1000, 500, 250]
+    assert stairs.descend(FakeServer(capacity=100), GEN, 2000, 0, 10) == []
+    with pytest.raises(LabError, match="descent factor"):
+        stairs.descend(FakeServer(capacity=100), GEN, 2000, 100, 10, factor=1.0)
+
+
+class _Phases:
+    """Stands in for the StepRecorder: notes each step's pass and phase."""
+
+    def __init__(self) -> None:
+        self.phase = ""
+        self.seen: list[tuple[str, int, float]] = []
+
+    def __call__(self, result: stairs.StepResult) -> None:
+        self.seen.append((self.phase, result.step, result.target_qps))
+
+
+def test_the_stair_descends_when_no_coarse_step_passes() -> None:
+    from experiments.stair_recorder import coarse_and_fine
+
+    params = {"stop_after_failures": 2, "step_s": 10, "fine_step_s": 0, "fine_share": 0.05,
+              "warmup_s": 0, "max_error_rate": 0.001, "max_tat_ms": 1000, "tat_stat": "max",
+              "stair_floor": 100, "descent_factor": 0.8}
+    phases = _Phases()
+    results = coarse_and_fine(FakeServer(capacity=1700), GEN, phases, params,  # type: ignore[arg-type]
+                              [2000.0, 3000.0, 4000.0])
+    assert stairs.capacity(results) == 1680
+    assert phases.seen == [("coarse", 1, 2000), ("coarse", 2, 3000), ("descent", 3, 1600),
+                           ("fine", 4, 1680), ("fine", 5, 1760), ("fine", 6, 1840)]
+    phases = _Phases()
+    coarse_and_fine(FakeServer(capacity=1700), GEN, phases, {**params, "stair_floor": 0},  # type: ignore[arg-type]
+                    [2000.0, 3000.0])
+    assert [p for p, _, _ in phases.seen] == ["coarse", "coarse"]
