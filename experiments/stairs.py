@@ -190,16 +190,12 @@ def descend(run: Runner, gen: LoadGenerator, below: float, floor: float,
     if not 0 < factor < 1:
         raise LabError(f"descent factor {factor} is not between 0 and 1",
                        hint="DESCENT_FACTOR=0.8 steps down by 20 % at a time")
-    criteria = criteria or Criteria()
     results: list[StepResult] = []
     rate = math.floor(below * factor)
     while floor > 0 and rate >= floor:
-        res = run_step(run, gen, first_step + len(results), float(rate), step_duration,
-                       criteria)
-        results.append(res)
-        if on_step:
-            on_step(res)
-        if res.passed:
+        results += steps(run, gen, [float(rate)], step_duration, criteria, on_step=on_step,
+                         first_step=first_step + len(results))
+        if results[-1].passed:
             break
         rate = math.floor(rate * factor)
     return results
