@@ -159,7 +159,8 @@ class Run:
         self.started_at = dt.datetime.now(dt.UTC)
         if resume is not None:
             self.writer = RunWriter.reopen(resume, {"at": _now(), "command": command,
-                                                    "runtime": runtime})
+                                                    "runtime": runtime, "git": _git_revision(),
+                                                    "kernel": platform.release()})
             self.run_id = str(self.writer.meta["run_id"])
             self.path = self.writer.dir
             self.meta = self.writer.meta

@@ -23,7 +23,7 @@ through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are writte
 A run that was interrupted can be continued in its own folder (`RunWriter.reopen`): its
 finished cells stay as they are, `start_cell` of an unfinished one moves that cell's folder
 aside to `<dir>.attempt-<n>` (listed in the cell's `attempts`; nothing is deleted), and
-meta.json `resumed` lists each continuation.
+meta.json `resumed` lists each continuation (when, command line, runtime, git revision, kernel).
 
 Version history: 1 = the runner's layout before this module (no `schema_version` field, no
 `sysctls_requested`); 2 = this one (the CPU placement fields are optional: runs before

@@ -144,6 +144,7 @@ def test_a_resumed_run_keeps_finished_cells_and_sets_unfinished_ones_aside(tmp_p
     assert (cells / "profile=wide-ports.attempt-1" / "half.csv").exists()  # never deleted
     meta = json.loads((first.path / "meta.json").read_text())
     assert meta["complete"] is True and len(meta["resumed"]) == 1
+    assert meta["resumed"][0]["git"]["commit"] and meta["resumed"][0]["kernel"]
     assert meta["cells"]["profile=wide-ports"]["attempts"] == [
         {"path": "cells/profile=wide-ports.attempt-1", "status": "interrupted"}]
     assert list(meta["cells"]) == ["profile=default", "profile=wide-ports"]
