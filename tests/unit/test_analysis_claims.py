@@ -371,6 +371,17 @@ def test_only_claims_covering_the_experiment_run(tmp_path: Path) -> None:
     assert not REGISTRY["F3.default.tw-ceiling"].covers("xfr-tld")
 
 
+def test_function_sync_measures_every_cell_before_judging(tmp_path: Path) -> None:
+    failing = function_cell(3, 3)
+    failing.figures["function_passed"] = False
+    lost = function_cell(3, 2)
+    lost.params["server"] = "knot"
+    v = verdicts_of(f1(extra=[failing, lost])(tmp_path))["F1.function-sync"]
+    assert v["status"] == EXPECTED[ABSENT]
+    assert v["measured"] == ("bind/after/function: 3/3 synced (slowest 1.5 s), load step "
+                             "failed; knot/after/function: 2/3 synced (slowest 1.5 s)")
+
+
 def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:
     v = verdicts_of(f1()(tmp_path))
     assert v["F1.capacity-drop"]["measured"] == "bind916: 8,000 -> 4,000 qps (ratio 0.50)"
