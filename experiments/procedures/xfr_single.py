@@ -4,7 +4,8 @@
 the secondary's own transfer log (`transfer-log`); `smallest` (`xfr-smallest`): an SOA + NS
 zone, daemon start to the first authoritative SOA on the host clock (`start-to-soa`), with
 its error bar. The primary and secondary are chosen as in experiments/procedures/xfr.py
-(PRIMARY=, SECONDARIES=); files per cell in docs/architecture.md (`repetitions.csv`).
+(PRIMARY=, SECONDARIES=), and placed on disjoint cores (`transfer_placement`); files per
+cell in docs/architecture.md (`repetitions.csv`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from typing import Any
 
 import zones
-from dnslab import probe
+from dnslab import cpus, probe
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
@@ -131,6 +132,24 @@ def _summarise(rows: list[dict[str, Any]], records: int, timing: str) -> dict[st
             "messages": last.get("messages"), "bytes": last.get("bytes"), "records": records}
 
 
+def transfer_placement(run: Run, pair: Ends) -> dict[str, str]:
+    """The primary and the secondary on disjoint cores (the seed's were separate hosts): the
+    secondary on the last core, the primary and the client on the others, unless
+    PRIMARY_CPUS= / SECONDARY_CPUS= say otherwise or SHARE_CORES=1 lets them share. Recorded
+    in meta.json `placement`; {} (no cpu-set) when the experiment has no such parameters."""
+    params = run.params
+    if "secondary_cpus" not in params:
+        return {}
+    chosen = cpus.place(str(params.get("secondary_cpus") or ""),
+                        str(params.get("primary_cpus") or ""),
+                        bool(params.get("share_cores", False)))
+    run.writer.record_run_placement({"primary_cpus": chosen.server,
+                                     "secondary_cpus": chosen.generator,
+                                     "shared": chosen.shared, "host_cpus": chosen.cores})
+    return {pair.primary: chosen.server, pair.client: chosen.server,
+            pair.secondary: chosen.generator}
+
+
 def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: float,
                        timing: str) -> None:
     params = run.params
@@ -145,7 +164,8 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
         # the zone is also the lab's health zone: the primary answers it once loaded
         data = pair.lab_data([zone_ref], {"notify": "no"},
                              dict(params.get(f"{server}_options", {})),
-                             health_timeout_s=load_timeout)
+                             health_timeout_s=load_timeout,
+                             cpu_sets=transfer_placement(run, pair))
         with run.cell(f"secondary={server}", {**pair.params(), "records": records,
                                               "zone": zone_ref.name}) as cell:
             lab = cell.up(data, hold=pair.held)

@@ -157,3 +157,19 @@ def test_sysctl_table_shows_a_profiles_rounds_once(tmp_path: Path) -> None:
                       "profile=tso-win-divisor-1,round=1 (+3 alike)"]
     abort = next(r for r in table["rows"] if r["key"] == "net.ipv4.tcp_abort_on_overflow")
     assert [v["value"] for v in abort["values"]] == ["0", "1", "0"] and abort["differs"]
+
+
+def test_the_placement_summary_names_the_sides_the_run_placed(tmp_path: Path) -> None:
+    from analysis.report import _placement
+    from analysis.rundata import Run
+
+    cells = {"secondary=bind": {"placement": {"primary": "0", "sec-bind": "1"},
+                                "affinity": {"primary": "0", "sec-bind": "1"}}}
+    transfer = _placement(Run(tmp_path, {"cells": cells, "placement": {
+        "primary_cpus": "0", "secondary_cpus": "1", "shared": False, "host_cpus": 2}}))
+    assert transfer["summary"] == "secondary on CPU 1, primary on CPU 0 of 2 (disjoint)"
+    assert transfer["rows"][0]["nodes"][1] == {"node": "sec-bind", "cpus": "1", "affinity": "1"}
+    load = _placement(Run(tmp_path, {"cells": {}, "placement": {
+        "generator_cpus": "1", "server_cpus": "0", "shared": True, "host_cpus": 2}}))
+    assert load["summary"] == ("load generator on CPU 1, server under test on CPU 0 of 2 "
+                               "(shared on purpose: SHARE_CORES)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dnslab import cpus
 from dnslab.errors import LabError
 from experiments.port_range import (
     MIN_AUTO_PORTS,
@@ -15,7 +16,11 @@ from experiments.port_range import (
     tw_cap,
 )
 from experiments.procedures import xfr
-from experiments.procedures.xfr_single import transfer_log_error, transfer_log_time
+from experiments.procedures.xfr_single import (
+    transfer_log_error,
+    transfer_log_time,
+    transfer_placement,
+)
 
 
 def test_auto_range_gives_the_ports_used_in_failure_at_s_at_the_measured_rate():
@@ -127,3 +132,47 @@ def test_xot_needs_both_ends_to_have_it():
     xfr.check_transport("tls", "bind", "bind")
     with pytest.raises(LabError):
         xfr.check_transport("tls", "knot", "bind")
+
+
+class _Writer:
+    def __init__(self):
+        self.placement = None
+
+    def record_run_placement(self, placement):
+        self.placement = placement
+
+
+@pytest.fixture
+def placed(monkeypatch):
+    """Place a run's primary and secondary on a host that offers `allowed` CPUs."""
+
+    def place(allowed, **params):
+        monkeypatch.setattr(cpus, "available", lambda: allowed)
+        run = _run(**params)
+        run.writer = _Writer()
+        pair = xfr.ends(run, "bind")
+        return pair, transfer_placement(run, pair), run.writer.placement
+
+    return place
+
+
+def test_primary_and_secondary_get_disjoint_cores_by_default(placed):
+    pair, sets, recorded = placed([0, 1], secondary_cpus="", primary_cpus="")
+    assert sets == {pair.primary: "0", pair.client: "0", pair.secondary: "1"}
+    assert recorded == {"primary_cpus": "0", "secondary_cpus": "1", "shared": False,
+                        "host_cpus": 2}
+    pair, sets, recorded = placed([0, 1, 2, 3], secondary_cpus="", primary_cpus="")
+    assert sets[pair.secondary] == "3" and sets[pair.primary] == "0-2"
+
+
+def test_transfer_placement_follows_its_parameters(placed):
+    pair, sets, _ = placed([0, 1], secondary_cpus="0", primary_cpus="1")
+    assert (sets[pair.primary], sets[pair.secondary]) == ("1", "0")
+    pair, sets, recorded = placed([0, 1], secondary_cpus="", primary_cpus="", share_cores=True)
+    assert sets[pair.primary] == sets[pair.secondary] == "0-1" and recorded["shared"] is True
+    with pytest.raises(LabError, match="overlap"):
+        placed([0, 1], secondary_cpus="0-1", primary_cpus="1")
+    with pytest.raises(LabError, match="one CPU"):
+        placed([0], secondary_cpus="", primary_cpus="")
+    # an experiment without the parameters places nothing
+    assert placed([0, 1])[1:] == ({}, None)
