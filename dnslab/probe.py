@@ -5,7 +5,8 @@ Queries are sent from the calling thread's network namespace; the `*_in` forms r
 thread that joined a node's namespace (`nsenter.in_netns`), so they never leave the lab. Every
 target is checked by `check_lab_address` first. An `Answer` holds what the caller judges: the
 rcode, the AA and TC flags, dig-style section counts (OPT counted in the additional section),
-the SOA serial, TXT strings, and the size of the message *as received* (not re-encoded).
+the SOA serial, TXT strings, and the size and bytes of the message *as received* (not
+re-encoded).
 """
 
 from __future__ import annotations
@@ -54,34 +55,35 @@ class Answer:
     authority: int = 0
     additional: int = 0  # OPT included, as dig counts it
     texts: list[str] = field(default_factory=list)  # TXT strings in the answer section
+    wire: bytes = field(default=b"", repr=False)  # the DNS message as received
 
 
 class _Received:
-    """A socket that remembers how many bytes of DNS message it received: dnspython parses
-    the wire and drops it, and the lab reports sizes as the server sent them."""
+    """A socket that keeps the DNS message it received: dnspython parses the wire and drops
+    it, and the lab reports answers as the server sent them."""
 
     def __init__(self, sock: socket.socket, tcp: bool):
         self._sock, self._tcp = sock, tcp
-        self.size = 0
+        self.data = bytearray()
 
     def recv(self, n: int) -> bytes:  # TCP: the 2-byte length, then the message
         data = self._sock.recv(n)
-        self.size += len(data)
+        self.data += data
         return data
 
     def recvfrom(self, n: int) -> tuple[bytes, Any]:  # UDP: the last datagram is the answer
         data, peer = self._sock.recvfrom(n)
-        self.size = len(data)
+        self.data = bytearray(data)
         return data, peer
 
-    def message_size(self) -> int:
-        return self.size - 2 if self._tcp else self.size
+    def message(self) -> bytes:
+        return bytes(self.data[2:] if self._tcp else self.data)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
 
 
-def _answer(reply: dns.message.Message, size: int) -> Answer:
+def _answer(reply: dns.message.Message, wire: bytes) -> Answer:
     serial = None
     texts: list[str] = []
     for rrset in reply.answer:
@@ -94,11 +96,12 @@ def _answer(reply: dns.message.Message, size: int) -> Answer:
         authoritative=bool(reply.flags & dns.flags.AA),
         answers=sum(len(r) for r in reply.answer),
         serial=serial,
-        size=size,
+        size=len(wire),
         truncated=bool(reply.flags & dns.flags.TC),
         authority=sum(len(r) for r in reply.authority),
         additional=sum(len(r) for r in reply.additional) + (1 if reply.edns >= 0 else 0),
         texts=texts,
+        wire=wire,
     )
 
 
@@ -125,7 +128,7 @@ def query(server: str, name: str, rdtype: str = "SOA", timeout: float = 1.0,
             reply = dns.query.udp(msg, server, timeout=timeout, port=port, sock=sock,
                                   ignore_unexpected=True, ignore_trailing=True,
                                   ignore_errors=True)
-    return _answer(reply, sock.message_size())
+    return _answer(reply, sock.message())
 
 
 def query_in(netns: str, server: str, name: str, rdtype: str = "SOA",

@@ -1,7 +1,10 @@
 """What the F1 servers really send: the TAC and APN answers over UDP and TCP next to the
 modelled full answer (`responses.csv`), and the share of a query file's UDP queries a server
 truncates. Queries go through `dnslab.probe` (non-recursive, EDNS with the client's payload);
-sizes are of the messages as received.
+sizes are of the messages as received. Each TCP answer is compared with the model record by
+record (`missing`, `extra`), re-encoded with dnspython's full name compression
+(`size_full_compression`: the same records as the model's encoding would send them) and kept
+as received (`answers/<qname>.tcp.bin`).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import dns.message
 
 import zones
 from dnslab import probe
@@ -18,7 +23,8 @@ from dnslab.nsenter import in_netns
 from zones import model
 
 RESPONSE_COLUMNS = ["server", "records", "kind", "qname", "source", "size", "answer",
-                    "authority", "additional", "truncated", "rcode"]
+                    "authority", "additional", "truncated", "rcode", "missing", "extra",
+                    "size_full_compression"]
 
 
 def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.Answer:
@@ -27,10 +33,21 @@ def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.A
                        recursion=False)
 
 
+def compare_with_model(wire: bytes, full: dns.message.Message) -> dict[str, Any]:
+    """A TCP answer as received against the modelled full answer: records missing and extra,
+    and its size with dnspython's full name compression."""
+    received = dns.message.from_wire(wire)
+    missing, extra = model.record_difference(received, full)
+    return {"missing": missing, "extra": extra,
+            "size_full_compression": len(received.to_wire(max_size=65535))}
+
+
 def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, server: str,
-                  records: str, payload: int) -> list[dict[str, Any]]:
+                  records: str, payload: int, keep: Path | None = None
+                  ) -> list[dict[str, Any]]:
     """Every TAC and APN name of the zone set: real answers (UDP, TCP) from `node`, asked
-    in the `client` node's namespace, and the model."""
+    in the `client` node's namespace, and the model; the TCP answers as received go to
+    `keep` when given."""
     zone_file = zone_set.zones[0]
     zone = model.load_zone(zone_file.path, zone_file.fqdn)
     extra = zone_set.manifest.get("extra", {})
@@ -45,12 +62,17 @@ def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, ser
         rows = []
         for kind, name in names:
             base = {"server": server, "records": records, "kind": kind, "qname": name}
+            full = model.full_response(zone, name, "NAPTR", payload)
             for source in ("udp", "tcp"):
                 r = ask(target, name, "NAPTR", tcp=source == "tcp", payload=payload)
                 rows.append({**base, "source": source, "size": r.size, "answer": r.answers,
                              "authority": r.authority, "additional": r.additional,
-                             "truncated": r.truncated, "rcode": r.rcode})
-            m = model.measure(zone, name, "NAPTR", payload)
+                             "truncated": r.truncated, "rcode": r.rcode,
+                             **(compare_with_model(r.wire, full) if source == "tcp" else {})})
+                if source == "tcp" and keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    (keep / f"{name.rstrip('.')}.tcp.bin").write_bytes(r.wire)
+            m = model.measure_message(full, payload)
             rows.append({**base, "source": "model", "size": m.size, "answer": m.answer,
                          "authority": m.authority, "additional": m.additional,
                          "truncated": m.truncated, "rcode": m.rcode})
@@ -76,6 +98,9 @@ def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 else:
                     figures[f"{kind}_{src}_answer"] = r["answer"]
                     figures[f"{kind}_{src}_additional"] = r["additional"]
+                for key in ("missing", "extra", "size_full_compression"):
+                    if r.get(key) not in (None, ""):
+                        figures[f"{kind}_{src}_{key}"] = r[key]
         figures[f"{kind}_name"] = name
     return figures
 

@@ -14,8 +14,11 @@ Rules (RFC 3403 section 4.2, RFC 2782, RFC 1034), as BIND applied them:
   A/AAAA of the exchange / server name (this is the NS glue).
 
 Sizes are dnspython's wire format with name compression (NAPTR replacements and SRV targets
-are never compressed, as RFC 3597 requires). Section counts follow dig: ADDITIONAL includes
-the OPT record.
+are never compressed, as RFC 3597 requires): every suffix of a name already in the message is
+a pointer target, as BIND 9.9 did. A server that compresses less sends the same records in
+more bytes (BIND 9.12-9.18 look a name up as itself and without its first label only,
+lib/dns/compress.c), so a real answer is compared with the model record by record
+(`record_difference`). Section counts follow dig: ADDITIONAL includes the OPT record.
 """
 
 from __future__ import annotations
@@ -177,3 +180,23 @@ def measure(
 ) -> Measured:
     """Modelled full response figures for one query."""
     return measure_message(full_response(zone, qname, qtype, payload), payload)
+
+
+def _records(msg: dns.message.Message) -> set[tuple[str, str, str, str]]:
+    """(section, owner, type, rdata) of every record but OPT, names lower-cased."""
+    found = set()
+    for section, rrsets in (("answer", msg.answer), ("authority", msg.authority),
+                            ("additional", msg.additional)):
+        for rrset in rrsets:
+            for rd in rrset:
+                found.add((section, rrset.name.to_text().lower(),
+                           dns.rdatatype.to_text(rrset.rdtype), rd.to_text().lower()))
+    return found
+
+
+def record_difference(received: dns.message.Message, full: dns.message.Message
+                      ) -> tuple[int, int]:
+    """(records of the full answer the received one lacks, records it has that the full
+    answer does not), section by section; order, TTLs and name compression aside."""
+    got, want = _records(received), _records(full)
+    return len(want - got), len(got - want)

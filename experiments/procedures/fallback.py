@@ -33,7 +33,10 @@ and hold no `tuning`, its `stair.csv` has the usual columns and `capacity_qps` i
 
 Files per cell (`cells/<cell-id>/`):
 - `responses.csv`: `server, records, kind (tac|apn), qname, source (udp|tcp|model), size,
-  answer, authority, additional (OPT included, as dig counts), truncated, rcode`
+  answer, authority, additional (OPT included, as dig counts), truncated, rcode`, and for
+  TCP answers `missing, extra` (records of the modelled full answer not sent / sent but not
+  in it) and `size_full_compression` (the answer re-encoded with full name compression);
+  `answers/<qname>.tcp.bin`: each TCP answer as received
 - `stair.csv`: the columns of `experiments/stairs.py` (`step, offered_qps, answered_qps, udp,
   tcp, truncated, timeouts, errors, p50_ms, p90_ms, p99_ms, max_ms, tcp_share, passed,
   target_qps, error_rate, reasons`), then `truncated_per_s, throttled, net_errors,
@@ -73,7 +76,8 @@ Files per cell (`cells/<cell-id>/`):
   (from the query file's manifest)
 - response sizes (largest TAC and APN name, bytes as received): `tac_udp_size`,
   `tac_tcp_size`, `tac_model_size`, `tac_udp_truncated`, `tac_tcp_answer`,
-  `tac_tcp_additional`, `tac_model_answer`, `tac_model_additional`, and the same with `apn_`
+  `tac_tcp_additional`, `tac_model_answer`, `tac_model_additional`, `tac_tcp_missing`,
+  `tac_tcp_extra`, `tac_tcp_size_full_compression`, and the same with `apn_`
 - `udp_rcvbuf_errors`, `udp_in_errors`, `listen_overflows`, `listen_drops`,
   `req_q_full_drops`: server-node counter deltas over the whole stair; `client_syn_retrans`,
   `client_retrans_segs`: the client's
@@ -264,7 +268,8 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
         cell.figures["client_sysctls"] = lab.state.nodes[nodes.client].sysctls
         cell.figures["server_version"] = driver(kind).version(lab, node, nodes.client)
 
-        rows = response_rows(lab, nodes.client, node, zone_set, server, records, payload)
+        rows = response_rows(lab, nodes.client, node, zone_set, server, records, payload,
+                             keep=cell.path / "answers")
         write_rows(cell.path / "responses.csv", RESPONSE_COLUMNS, rows)
         cell.figures.update(response_figures(rows))
         (cell.path / "queries.json").write_text(json.dumps(qfile.manifest, indent=1))

@@ -214,6 +214,11 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.tcp-share", REVERSED, f1(after_kw={"tcp_share": 0.40})),
     ("F1.full-answer", PRESENT, f1()),
     ("F1.full-answer", ABSENT, f1(after_kw={"figures": runs.answer_sizes(10467, 0)})),
+    # BIND 9.16's encoding of the same records is larger than the model's: not judged
+    ("F1.full-answer", PRESENT, f1(after_kw={"figures": runs.answer_sizes(24554, 230,
+                                                                         full=22788)})),
+    # every record counted, but far fewer bytes than the full answer
+    ("F1.full-answer", ABSENT, f1(after_kw={"figures": runs.answer_sizes(20000, 230)})),
     ("F1.full-answer", UNMET, f1(server="bind", after_kw={
         "figures": runs.answer_sizes(10467, 0)})),
     ("F1.function-sync", PRESENT, f1(extra=[function_cell(3, 3)])),
@@ -380,6 +385,41 @@ def test_function_sync_measures_every_cell_before_judging(tmp_path: Path) -> Non
     assert v["status"] == EXPECTED[ABSENT]
     assert v["measured"] == ("bind/after/function: 3/3 synced (slowest 1.5 s), load step "
                              "failed; knot/after/function: 2/3 synced (slowest 1.5 s)")
+
+
+RESPONSE_HEADER = ["qname", "source", "size", "answer", "authority", "additional"]
+
+
+def _with_responses(tmp_path: Path, rows: list[list[Any]], header: list[str] = RESPONSE_HEADER
+                    ) -> Path:
+    """An F1 run whose bind916/after/untuned cell has a responses.csv of `rows`."""
+    path = f1()(tmp_path)
+    cell = next(path.glob("cells/server=bind916,records=after,tuning=untuned"))
+    runs.write_csv(cell / "responses.csv", header, rows)
+    return path
+
+
+def test_full_answer_judges_every_tac_and_apn_answer_by_its_sections(tmp_path: Path) -> None:
+    rows = [["tac1", "tcp", 23069, 93, 14, 231], ["tac1", "model", 23069, 93, 14, 231],
+            ["apn1", "tcp", 900, 2, 14, 1], ["apn1", "model", 990, 2, 14, 16]]
+    v = verdicts_of(_with_responses(tmp_path, rows))["F1.full-answer"]
+    assert v["status"] == EXPECTED[ABSENT] and "apn1" in v["detail"]
+    assert "1 of 2 TAC/APN answers over TCP are the full answer (section counts)" in v["measured"]
+
+
+def test_full_answer_judges_records_where_the_run_compared_them(tmp_path: Path) -> None:
+    header = [*RESPONSE_HEADER, "missing", "extra"]
+    same_counts_other_records = [
+        ["tac1", "tcp", 23069, 93, 14, 231, 0, 0], ["tac1", "model", 23069, 93, 14, 231, "", ""],
+        ["apn1", "tcp", 990, 2, 14, 16, 3, 3], ["apn1", "model", 990, 2, 14, 16, "", ""]]
+    v = verdicts_of(_with_responses(tmp_path / "a", same_counts_other_records, header))
+    assert v["F1.full-answer"]["status"] == EXPECTED[ABSENT]
+    assert "apn1 (3 missing, 3 extra)" in v["F1.full-answer"]["detail"]
+    same = [r[:6] + ([0, 0] if r[1] == "tcp" else ["", ""]) for r in same_counts_other_records]
+    v = verdicts_of(_with_responses(tmp_path / "b", same, header))["F1.full-answer"]
+    assert v["status"] == EXPECTED[PRESENT]
+    assert "2 of 2 TAC/APN answers over TCP are the full answer (record by record)" \
+        in v["measured"]
 
 
 def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:

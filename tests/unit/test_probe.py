@@ -140,6 +140,9 @@ def test_query_measures_truncated_udp_and_full_tcp_answers(responder: int) -> No
     # the size is the received wire length, which must equal the re-encoded message here
     expected = _reply(dns.message.make_query(NAME, "NAPTR", use_edns=0, payload=4096))
     assert full.size == len(expected.to_wire(max_size=65535))
+    # and the bytes are the message as received (no TCP length prefix)
+    assert len(full.wire) == full.size and dns.message.from_wire(full.wire).answer
+    assert len(udp.wire) == udp.size and dns.message.from_wire(udp.wire).flags & dns.flags.TC
 
 
 def test_query_refuses_addresses_outside_the_lab() -> None:
