@@ -262,6 +262,16 @@ def test_cache_onset(run: Run, verdict: Verdict, max_over: float) -> None:
         assert peak > 1
 
 
+def _load_failure(cell: Cell) -> str:
+    """Why the function test's load step failed, from its row (`function-load.csv`)."""
+    if not cell.has("function-load.csv"):
+        return ""
+    rows = cell.csv("function-load.csv")
+    why = [str(rows[k].iloc[-1]) for k in ("reasons", "note")
+           if k in rows.columns and not rows[k].isna().iloc[-1] and str(rows[k].iloc[-1])]
+    return f" ({'; '.join(why)})" if why else ""
+
+
 @claim(
     "F1.function-sync", finding="F1", experiments=EXPERIMENTS,
     title="At capacity, records added and deleted on the primary still reach the secondary",
@@ -286,7 +296,7 @@ def test_function_sync(run: Run, verdict: Verdict) -> None:
         label = "/".join(str(cell.params.get(k, "?")) for k in ("server", "records", "tuning"))
         parts.append(f"{label}: {synced}/{changes} synced"
                      + (f" (slowest {float(slowest):.1f} s)" if slowest is not None else "")
-                     + ("" if passed else ", load step failed"))
+                     + ("" if passed else f", load step failed{_load_failure(cell)}"))
         if synced != changes:
             failures.append(f"{label}: {changes - synced} change(s) never arrived")
         if not passed:

@@ -379,12 +379,15 @@ def test_only_claims_covering_the_experiment_run(tmp_path: Path) -> None:
 def test_function_sync_measures_every_cell_before_judging(tmp_path: Path) -> None:
     failing = function_cell(3, 3)
     failing.figures["function_passed"] = False
+    failing.csv["function-load.csv"] = (["target_qps", "passed", "max_ms", "reasons", "note"],
+                                        [[979, False, 1060, "max TAT 1060 ms > 1000 ms", ""]])
     lost = function_cell(3, 2)
     lost.params["server"] = "knot"
     v = verdicts_of(f1(extra=[failing, lost])(tmp_path))["F1.function-sync"]
     assert v["status"] == EXPECTED[ABSENT]
     assert v["measured"] == ("bind/after/function: 3/3 synced (slowest 1.5 s), load step "
-                             "failed; knot/after/function: 2/3 synced (slowest 1.5 s)")
+                             "failed (max TAT 1060 ms > 1000 ms); knot/after/function: 2/3 "
+                             "synced (slowest 1.5 s)")
 
 
 RESPONSE_HEADER = ["qname", "source", "size", "answer", "authority", "additional"]
