@@ -48,6 +48,13 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime)
         assert f["tac_udp_truncated"] is True
         assert f["tac_tcp_additional"] == 1  # the OPT record
         assert f["tac_udp_size"] < 4096 < f["tac_tcp_size"] < f["tac_model_size"]
+        # record by record: the full answer's additional records are what BIND 9.18 leaves
+        # out, and it sends nothing the model lacks; each TCP answer is kept as received
+        assert f["tac_tcp_missing"] >= f["tac_model_additional"] - 1 > 0, cell_id
+        assert f["tac_tcp_extra"] == 0, cell_id
+        assert f["tac_tcp_size_full_compression"] <= f["tac_tcp_size"]
+        kept = list((run.path / "cells" / cell_id / "answers").glob("*.tcp.bin"))
+        assert len(kept) > 2 and any(p.stat().st_size == f["tac_tcp_size"] for p in kept)
         assert f["client_sysctls"]["net.ipv4.tcp_tw_reuse"] == "1"
         assert f["client_sysctls"]["net.ipv4.ip_local_port_range"] == "1024 65535"
         # function test: records added and deleted on the primary during load reach the

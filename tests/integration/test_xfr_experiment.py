@@ -92,6 +92,13 @@ def test_tld_transfer_repeats_into_a_cold_secondary(results, runtime):
     assert figures["delays_s"] == figures["xfr_log_span_s"]
     assert all(0 < d < s for d, s in zip(figures["delays_s"], figures["start_to_soa_s"],
                                          strict=True))
+    # primary and secondary on separate cores, as the seed's separate hosts; read back
+    meta = json.loads((run.path / "meta.json").read_text())
+    placed = meta["placement"]
+    assert placed["shared"] is False and placed["primary_cpus"] != placed["secondary_cpus"]
+    cell = meta["cells"]["secondary=bind"]
+    assert cell["placement"]["sec-bind"] == placed["secondary_cpus"]
+    assert cell["placement"]["primary"] == cell["affinity"]["primary"] == placed["primary_cpus"]
 
 
 def test_smallest_zone_delay_is_measured_on_one_clock(results, runtime):
