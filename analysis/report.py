@@ -106,12 +106,13 @@ def _placement(run: Run) -> dict[str, Any]:
     summary = run.meta.get("placement") or {}
     text = ""
     if summary:
-        sides = (("primary", "secondary") if "primary_cpus" in summary
-                 else ("server under test", "load generator"))
-        keys = ("primary_cpus", "secondary_cpus") if "primary_cpus" in summary \
-            else ("server_cpus", "generator_cpus")
-        text = (f"{sides[1]} on CPU {summary.get(keys[1])}, {sides[0]} on "
-                f"CPU {summary.get(keys[0])} of {summary.get('host_cpus')}"
+        if "secondary_cpus" in summary:  # a zone transfer: its two ends
+            ends = (f"secondary on CPU {summary['secondary_cpus']}, the zone's primary on "
+                    f"CPU {summary.get('primary_cpus')}")
+        else:
+            ends = (f"load generator on CPU {summary.get('generator_cpus')}, server under "
+                    f"test on CPU {summary.get('server_cpus')}")
+        text = (f"{ends} of {summary.get('host_cpus')}"
                 + (" (shared on purpose: SHARE_CORES)" if summary.get("shared") else
                    " (disjoint)"))
     return {"summary": text, "rows": rows}

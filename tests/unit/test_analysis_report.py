@@ -167,7 +167,8 @@ def test_the_placement_summary_names_the_sides_the_run_placed(tmp_path: Path) ->
                                 "affinity": {"primary": "0", "sec-bind": "1"}}}
     transfer = _placement(Run(tmp_path, {"cells": cells, "placement": {
         "primary_cpus": "0", "secondary_cpus": "1", "shared": False, "host_cpus": 2}}))
-    assert transfer["summary"] == "secondary on CPU 1, primary on CPU 0 of 2 (disjoint)"
+    assert transfer["summary"] == ("secondary on CPU 1, the zone's primary on CPU 0 of 2 "
+                                   "(disjoint)")
     assert transfer["rows"][0]["nodes"][1] == {"node": "sec-bind", "cpus": "1", "affinity": "1"}
     load = _placement(Run(tmp_path, {"cells": {}, "placement": {
         "generator_cpus": "1", "server_cpus": "0", "shared": True, "host_cpus": 2}}))
