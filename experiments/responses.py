@@ -20,7 +20,7 @@ from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
 from dnslab.nsenter import in_netns
-from zones import model
+from zones import model, wire
 
 RESPONSE_COLUMNS = ["server", "records", "kind", "qname", "source", "size", "answer",
                     "authority", "additional", "truncated", "rcode", "missing", "extra",
@@ -33,13 +33,13 @@ def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.A
                        recursion=False)
 
 
-def compare_with_model(wire: bytes, full: dns.message.Message) -> dict[str, Any]:
+def compare_with_model(received_wire: bytes, full: dns.message.Message) -> dict[str, Any]:
     """A TCP answer as received against the modelled full answer: records missing and extra,
     and its size with dnspython's full name compression."""
-    received = dns.message.from_wire(wire)
+    received = dns.message.from_wire(received_wire)
     missing, extra = model.record_difference(received, full)
     return {"missing": missing, "extra": extra,
-            "size_full_compression": len(received.to_wire(max_size=65535))}
+            "size_full_compression": wire.wire_size(received, "full")}
 
 
 def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, server: str,

@@ -16,8 +16,8 @@ Rules (RFC 3403 section 4.2, RFC 2782, RFC 1034), as BIND applied them:
 Sizes are dnspython's wire format with name compression (NAPTR replacements and SRV targets
 are never compressed, as RFC 3597 requires): every suffix of a name already in the message is
 a pointer target, as BIND 9.9 did. A server that compresses less sends the same records in
-more bytes (BIND 9.12-9.18 look a name up as itself and without its first label only,
-lib/dns/compress.c), so a real answer is compared with the model record by record
+more bytes (BIND 9.12-9.18 look a name up as itself and without its first label only:
+`zones.wire` encodes that), so a real answer is compared with the model record by record
 (`record_difference`). Section counts follow dig: ADDITIONAL includes the OPT record.
 """
 
