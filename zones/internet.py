@@ -12,9 +12,12 @@ second-level servers `ns<k>.<sld>.<tld>.` (glue in the TLD zone).
 
 The tail real traffic has: `slow_pct` % of the second-level zones are delegated to
 `slow_servers` and `dead_pct` % to `dead_servers` (the resolver lab gives those nodes a long,
-lossy or fully lossy WAN link: slow answers, timeouts, SERVFAIL), and `nxdomain_pct` % of the
-popular list are names that do not exist (`nx<k>.<sld>`, answered NXDOMAIN by the zone's
-server; about 7 % of real resolver traffic).
+lossy or fully lossy WAN link: slow answers, timeouts, SERVFAIL), `broken_pct` % to
+`broken_servers` (servers that answer, but SERVFAIL: the lab's broken node has those zones
+configured without their data, as a secondary whose zone expired), and `nxdomain_pct` % of
+the popular list are names that do not exist (`nx<k>.<sld>`, answered NXDOMAIN by the zone's
+server; about 7 % of real resolver traffic). The tiers draw from one stream in the order dead,
+slow, broken, so adding a tier leaves the others' zones where they were.
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ DEFAULTS: dict[str, Any] = {
     "names": 10_000,
     "slow_servers": [],
     "dead_servers": [],
+    "broken_servers": [],
     "slow_pct": 0.0,
     "dead_pct": 0.0,
+    "broken_pct": 0.0,
     "nxdomain_pct": 0.0,
 }
 # (prefix, type) candidates for popular names, in the order they are used per SLD
@@ -70,15 +75,18 @@ def normalize(params: dict[str, Any]) -> dict[str, Any]:
         if p["slow_servers"] else [],
         "dead_servers": want_addresses(p["dead_servers"], "dead_servers")
         if p["dead_servers"] else [],
+        "broken_servers": want_addresses(p["broken_servers"], "broken_servers")
+        if p["broken_servers"] else [],
     }
-    for key in ("slow_pct", "dead_pct", "nxdomain_pct"):
+    for key in ("slow_pct", "dead_pct", "broken_pct", "nxdomain_pct"):
         try:
             out[key] = float(p[key])
         except (TypeError, ValueError):
             raise LabError(f"{key} must be a number", hint="a percentage, e.g. 7") from None
         if not 0 <= out[key] <= 100:
             raise LabError(f"{key} must be between 0 and 100", hint=f"got {p[key]}")
-    for share, servers in (("slow_pct", "slow_servers"), ("dead_pct", "dead_servers")):
+    for share, servers in (("slow_pct", "slow_servers"), ("dead_pct", "dead_servers"),
+                           ("broken_pct", "broken_servers")):
         if out[share] and not out[servers]:
             raise LabError(f"{share} needs {servers}", hint=f"the addresses of the {servers}")
     if len(out["root_servers"]) > 13:
@@ -169,8 +177,10 @@ def build(out: Path, params: dict[str, Any], seed: int) -> dict[str, Any]:
     for i, sld in enumerate(slds):
         tld = sld.rsplit(".", 1)[1]
         bucket = tail.random() * 100
-        pool = (params["dead_servers"] if bucket < params["dead_pct"] else
-                params["slow_servers"] if bucket < params["dead_pct"] + params["slow_pct"]
+        dead, slow = params["dead_pct"], params["dead_pct"] + params["slow_pct"]
+        pool = (params["dead_servers"] if bucket < dead else
+                params["slow_servers"] if bucket < slow else
+                params["broken_servers"] if bucket < slow + params["broken_pct"]
                 else sld_addrs)
         n_ns = min(2, len(pool))
         servers = [pool[(i + k) % len(pool)] for k in range(n_ns)]

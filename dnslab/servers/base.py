@@ -236,8 +236,9 @@ class Driver:
     # --- evidence: health, version, log lines, serials -----------------------------------
 
     def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:
-        """Whether an answer to the node's health query shows it works."""
-        return rcode == "NOERROR"
+        """Whether an answer to the node's health query shows it works: NOERROR, or an rcode
+        the node's options list as its own (`health_rcodes`: a server meant to fail)."""
+        return rcode == "NOERROR" or rcode in options.get("health_rcodes", ())
 
     def version(self, lab: Lab, node: str, from_node: str) -> str | None:
         """What the server says it is (`version.bind CH TXT`, asked from `from_node`, the

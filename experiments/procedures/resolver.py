@@ -1,8 +1,9 @@
 """F4 (seed 003): a caching Unbound in front of an emulated internet, cold vs warm cache.
 
 Lab `resolver`: `root` (NSD, the lab root zone), `tld` (NSD, the TLD zones), `sld` (NSD,
-the second-level zones), `sld-slow` and `sld-dead` (NSD, the `slow_pct` % and `dead_pct` % of
-second-level zones that make the tail real traffic has), `resolver` (Unbound configured as in
+the second-level zones), `sld-slow`, `sld-dead` and `sld-broken` (NSD, the `slow_pct` %,
+`dead_pct` % and `broken_pct` % of second-level zones that make the tail real traffic has),
+`resolver` (Unbound configured as in
 the seed, scaled to this host's cores) and `client` (dnsperf, resperf). The zones come from
 the `internet` generator with the delegations pointing at exactly these nodes (and
 `nxdomain_pct` % of the name list asking for names that do not exist); Unbound's root hints
@@ -13,6 +14,11 @@ The seed's upstream was the internet, tens of milliseconds away: `wan` gives eac
 authoritative node a delay, jitter and loss on its link (dnslab.wan, applied to what the node
 sends, so a round trip to it takes that much longer; read back into meta.json per cell).
 `sld-dead`'s link loses everything (its names time out: SERVFAIL or lost queries).
+`sld-broken` answers, but SERVFAIL: its zones are configured without their data (the zone
+file is absent, as on a secondary whose zone expired), so its names fail after the round
+trips the resolver spends retrying them, every time they are asked (a resolver keeps a
+failure only seconds). That is the seed's warm tail: 1.0-1.6 % of names answered SERVFAIL
+after up to ~4.9 s, holding dnsperf's outstanding-query slots, so that more `-q` gave more qps.
 
 Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
 - `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
@@ -67,8 +73,10 @@ from dnslab.wait import wait_until
 from experiments.procedures import perf
 
 # where an authoritative node sits in the emulated internet: its `dnslab.tier` label
-TIERS = ("root", "tld", "sld", "sld-slow", "sld-dead")
-TAIL_TIERS = {"slow_pct": "sld-slow", "dead_pct": "sld-dead"}
+TIERS = ("root", "tld", "sld", "sld-slow", "sld-dead", "sld-broken")
+TAIL_TIERS = {"slow_pct": "sld-slow", "dead_pct": "sld-dead", "broken_pct": "sld-broken"}
+# where the broken tier's zone files are said to be: nowhere (a folder never created)
+ABSENT = "absent"
 
 
 @dataclass(frozen=True)
@@ -121,14 +129,17 @@ def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
         "names": max(params["names"], params["resperf_names"]),
         **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
         **({"dead_servers": dead} if tail["dead_pct"] else {}),
+        **({"broken_servers": [addr["sld-broken"]]} if tail["broken_pct"] else {}),
         **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
     node_of = {a: nodes.tiers[tier] for tier, a in addr.items()} | {
         a: nodes.tiers["sld-dead"] for a in dead}
     per_node: dict[str, list[ZoneRef]] = {n: [] for n in nodes.auth}
+    broken = nodes.tiers["sld-broken"]
     for zone in zone_set.zones:
         servers = zone.servers or [addr[zone.role or "sld"]]
         node = node_of.get(servers[0], nodes.tiers[zone.role or "sld"])
-        per_node[node].append(ZoneRef(zone.fqdn, zone.path, on_secondaries=False))
+        path = zone_set.path / ABSENT / zone.path.name if node == broken else zone.path
+        per_node[node].append(ZoneRef(zone.fqdn, path, on_secondaries=False))
     return zone_set, {n: z for n, z in per_node.items() if z}
 
 
@@ -247,7 +258,11 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
         node_options={nodes.resolver: resolver.resolver_options(
                           cores, params.get(f"{resolver.kind}_options", {})),
                       # authoritative servers answer the resolver at any rate
-                      **{n: kinds[n].no_rate_limit_options() for n in nodes.auth}},
+                      **{n: kinds[n].no_rate_limit_options() for n in nodes.auth},
+                      # the broken tier works when it fails
+                      nodes.tiers["sld-broken"]: {
+                          **kinds[nodes.tiers["sld-broken"]].no_rate_limit_options(),
+                          "health_rcodes": ["SERVFAIL"]}},
         sysctls={}, extra_binds=[zone_dir], wan=wan)
 
 

@@ -59,3 +59,33 @@ def test_too_many_dead_addresses_is_one_line(tmp_path):
     with pytest.raises(LabError) as err:
         dead_addresses({"dead_addresses": 250}, topo, ResolverNodes.of(topo))
     assert "ask for at most" in err.value.one_line()
+
+
+def test_the_broken_tier_serves_its_zones_without_their_data(tmp_path, monkeypatch):
+    from dnslab import paths
+    from experiments.procedures import resolver
+
+    monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
+    topo = topology.load("resolver")
+    nodes = ResolverNodes.of(topo)
+    params = {"tlds": 2, "slds": 300, "names": 200, "resperf_names": 200, "seed": 1,
+              "slow_pct": 0, "dead_pct": 0, "broken_pct": 10, "nxdomain_pct": 0}
+    zone_set, per_node = resolver.internet(params, topo, nodes)
+    broken = per_node[nodes.tiers["sld-broken"]]
+    assert 10 <= len(broken) <= 60  # about 10 % of 300
+    assert all(not z.path.exists() and z.path.parent.name == resolver.ABSENT for z in broken)
+    assert all(z.path.exists() for z in per_node[nodes.tiers["sld"]])
+    address = str(topo.node(nodes.tiers["sld-broken"]).address)
+    delegated = {z.fqdn for z in zone_set.zones if z.servers == [address]}
+    assert delegated == {z.name for z in broken}
+    data = resolver._lab_data(params, topo, nodes, per_node, 1, zone_set.path)
+    assert data.node_options[nodes.tiers["sld-broken"]]["health_rcodes"] == ["SERVFAIL"]
+
+
+def test_a_node_meant_to_fail_is_healthy_when_it_fails():
+    from dnslab import servers
+
+    nsd = servers.driver("nsd")
+    assert nsd.answer_healthy("NOERROR", {}) and not nsd.answer_healthy("SERVFAIL", {})
+    assert nsd.answer_healthy("SERVFAIL", {"health_rcodes": ["SERVFAIL"]})
+    assert not nsd.answer_healthy("REFUSED", {"health_rcodes": ["SERVFAIL"]})
