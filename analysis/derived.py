@@ -77,14 +77,25 @@ def _truthy(value: object) -> bool:
 
 def generator_ceiling(run: Run, cell: Cell) -> float | None:
     """The load generator's own ceiling for this cell's load, measured in the same run on the
-    run's CPU placement: the cell's `generator_ceiling_qps` figure; else the capacity of the
-    stair of the run's `server=ceiling` cell with the same records (tcp-fallback: dnsload
-    against `dnsload serve`); else the run's `variant=ceiling` cell (dnsdist-listeners): for
-    an open-loop flood (`generator: kxdpgun`) the median rate it sent (`offered_qps` of its
-    `trials.csv`), for a closed-loop one the answered `qps`."""
+    run's CPU placement: the cell's `generator_ceiling_qps` figure; else, for a cell with
+    dnsperf's `outstanding` (resolver-cache), the run's `phase=ceiling` cell's
+    `ceiling_qps_q<q>` (the same pass against a canned responder; a warm cell that looped
+    `warm_s` seconds: `ceiling_loop_qps_q<q>`); else the capacity of the stair of the run's
+    `server=ceiling` cell with the same records (tcp-fallback: dnsload against `dnsload
+    serve`); else the run's `variant=ceiling` cell (dnsdist-listeners): for an open-loop flood
+    (`generator: kxdpgun`) the median rate it sent (`offered_qps` of its `trials.csv`), for a
+    closed-loop one the answered `qps`."""
     own = cell.figure("generator_ceiling_qps", optional=True)
     if own is not None:
         return float(own)
+    outstanding = cell.params.get("outstanding")
+    passes = run.cells_where(phase="ceiling") if outstanding is not None else []
+    if passes:
+        looped = cell.params.get("cache") == "warm" and float(run.params.get("warm_s") or 0)
+        name = f"ceiling_{'loop_' if looped else ''}qps_q{int(outstanding)}"
+        value = passes[0].figure(name, optional=True)
+        if value is not None:
+            return float(value)
     records = cell.params.get("records")
     stairs = run.cells_where(server="ceiling", records=records) if records else []
     if stairs:

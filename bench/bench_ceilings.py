@@ -8,6 +8,9 @@ ceiling it reached. A share of 90 % or more means the cell measured the generato
 server. A ceiling printed as ">=N" never failed: the generator was not pushed to its limit.
 It is a benchmark printout, not a verdict: the claims decide in analysis/.
 
+resolver-cache's ceiling is per -q (the same one-pass dnsperf command against `dnsload
+serve`), beside each cold and warm cell's qps.
+
 tcp-sysctl paces its trials (dnsperf -Q at each load's share of the capacity): its rows are
 per load, the target beside dnsperf's ceiling at that target (the `phase=ceiling` cell:
 the same command against `dnsload serve`) and each profile's median answered qps; a
@@ -115,11 +118,16 @@ def rows_for(run: Path) -> list[dict[str, Any]]:
     # asked for) is only a lower bound of the generator's ceiling
     bounded = {c["params"].get("records"): _lower_bound(c, meta) for c in cells
                if _is_ceiling(c)}
+    # resolver-cache: dnsperf's one-pass ceiling per -q (`ceiling_qps_q<q>`)
+    per_q = next((c["figures"] for c in cells if _is_ceiling(c)
+                  and isinstance(c["params"].get("outstanding"), list)), {})
     rows = []
     for cell in cells:
         if _is_ceiling(cell):
             continue
         ceiling = ceilings.get(cell["params"].get("records"), ceilings.get(None))
+        if cell["params"].get("outstanding") is not None:
+            ceiling = per_q.get(f"ceiling_qps_q{cell['params']['outstanding']}", ceiling)
         rate = _rate(cell)
         rows.append({"experiment": meta["experiment"], "run": meta["run_id"],
                      "cell": cell["cell_id"], "rate": rate, "ceiling": ceiling,

@@ -264,9 +264,24 @@ def resperf_ramp(run: Run, ax: Axes, notes: list[str]) -> None:
 
 
 @plot("cache_qps", title="Resolver qps, cold vs warm cache, by outstanding queries (-q)",
-      experiments=("resolver-cache",))
+      experiments=("resolver-cache",),
+      caption="Dashed: dnsperf's own ceiling for the same pass at that -q (against a canned "
+              "responder, in this run); a bar near it measured the generator.")
 def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     grouped_bars(run, ax, notes, "qps", "outstanding", "cache", "dnsperf throughput (queries/s)")
+    ceilings = run.cells_where(phase="ceiling")
+    if not ceilings:
+        notes.append("no generator ceiling in this run")
+        return
+    # the clusters in grouped_bars' order
+    groups = sorted({c.params["outstanding"] for c in run.cells if "cache" in c.params
+                     and "outstanding" in c.params}, key=str)
+    for i, q in enumerate(groups):
+        value = ceilings[0].figure(f"ceiling_qps_q{q}", optional=True)
+        if value is not None:
+            ax.hlines(float(value), i - 0.45, i + 0.45, linestyles="--", color=style.MUTED,
+                      label="dnsperf's ceiling" if i == 0 else None)
+    ax.legend(loc="best", fontsize=9)
 
 
 @plot("trials_qps", title="DNS-over-TCP qps per trial at ~100 % load, by sysctl profile",

@@ -20,7 +20,22 @@ trips the resolver spends retrying them, every time they are asked (a resolver k
 failure only seconds). That is the seed's warm tail: 1.0-1.6 % of names answered SERVFAIL
 after up to ~4.9 s, holding dnsperf's outstanding-query slots, so that more `-q` gave more qps.
 
-Cells, in this order for each `-q` in `outstanding` (each cell a fresh lab):
+Placement (`Run.placement`): the client (dnsperf, resperf) on the generator's CPUs (the
+last core), the resolver and the emulated internet's servers on the others (SHARE_CORES=1:
+every node on every core, said in the run); Unbound's num-threads is the number of the
+resolver's CPUs unless `cores` says otherwise. Recorded in meta.json and in every cell.
+
+First, unless `ceiling: false`, `phase=ceiling`: the generator's own ceiling for exactly the
+cells' dnsperf command (one pass over the list at each `-q`; with `warm_s` > 0 also the warm
+cells' loop of that many seconds), `ceiling_trials` times, against `dnsload serve` (a canned
+responder) in the resolver's namespace on the resolver's CPUs, every DNS daemon held. Figures
+`ceiling_qps_q<q>` (median answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also
+`ceiling_loop_qps_q<q>`; `ceiling.csv` one row per pass; `dnsload/serve.jsonl` the
+responder's counts. dnsperf's own CPU share is no evidence of its limit: it busy-waits
+(99 % of a core while a pass waits seconds on a few slow names), so a pass is
+generator-limited when its qps is near this ceiling, not when dnsperf's CPU is high.
+
+Then, in this order for each `-q` in `outstanding` (each cell a fresh lab):
 - `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
   driver's `flush`: every cache and the request list, over its unix control socket), then
   one dnsperf pass over the `names`-name list (`-n 1 -q <q>`, as in the seed);
@@ -54,13 +69,13 @@ resolver's namespace on every destination outside 198.18.0.0/24 and loopback), `
 from __future__ import annotations
 
 import json
-import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import zones
+from dnslab import cpus, paths
 from dnslab.counters import read_series, tables_in
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
@@ -70,6 +85,7 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver
 from dnslab.topology import LAN, Topology, spare_addresses
 from dnslab.wait import wait_until
+from experiments.dnsload import ensure_dnsload, serving
 from experiments.procedures import perf
 
 # where an authoritative node sits in the emulated internet: its `dnslab.tier` label
@@ -249,8 +265,12 @@ class LeakCheck:
 # --- the experiment --------------------------------------------------------------------------
 
 def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
-              per_node: dict[str, list[ZoneRef]], cores: int, zone_dir: Path) -> LabData:
+              per_node: dict[str, list[ZoneRef]], cores: int, zone_dir: Path,
+              placement: cpus.Placement | None = None) -> LabData:
     wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
+    cpu_sets = ({nodes.client: placement.generator,
+                 **{n: placement.server for n in (nodes.resolver, *nodes.auth)}}
+                if placement else {})
     kinds = {n: driver(topo.node(n).server) for n in nodes.auth}
     resolver = driver(topo.node(nodes.resolver).server)
     return LabData(
@@ -263,7 +283,7 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
                       nodes.tiers["sld-broken"]: {
                           **kinds[nodes.tiers["sld-broken"]].no_rate_limit_options(),
                           "health_rcodes": ["SERVFAIL"]}},
-        sysctls={}, extra_binds=[zone_dir], wan=wan)
+        sysctls={}, extra_binds=[zone_dir], wan=wan, cpu_sets=cpu_sets)
 
 
 def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:
@@ -278,13 +298,15 @@ def _cpu(cell: Cell, node: str) -> float | None:
 
 
 def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name: str,
-          params: dict[str, Any], duration_s: float = 0) -> dict[str, Any]:
-    """One dnsperf pass over the list, or `duration_s` seconds looping over it."""
+          params: dict[str, Any], duration_s: float = 0, responder: bool = False
+          ) -> dict[str, Any]:
+    """One dnsperf pass over the list, or `duration_s` seconds looping over it, against the
+    resolver (or, `responder`, against the canned responder at the resolver's address)."""
     result = perf.dnsperf(lab, nodes.client, lab.address(nodes.resolver), qfile,
                           cell.path / name,
                           runs=None if duration_s else 1, duration_s=duration_s or None,
                           outstanding=q, timeout_s=params["timeout_s"])
-    if not lab.alive(nodes.resolver):
+    if not responder and not lab.alive(nodes.resolver):
         raise LabError("the resolver exited under load",
                        hint=f"its log: {lab.log(nodes.resolver)}")
     row = result.row()
@@ -307,22 +329,72 @@ def _trial(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, stat
     return row
 
 
-def cache(run: Run) -> None:
-    """resolver-cache: cold and warm dnsperf trials at each -q, then resperf's ramps."""
+def run_ceiling(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
+                placement: cpus.Placement) -> None:
+    """dnsperf's own ceiling for the cells' passes (see the module docstring), against
+    `dnsload serve` at the resolver's address, every DNS daemon held."""
     params = run.params
-    cores = int(params.get("cores") or os.cpu_count() or 1)
+    qs = [int(q) for q in params["outstanding"]]
+    loop_s = float(params["warm_s"])
+    trials = int(params["ceiling_trials"])
+    ensure_dnsload()  # built before the lab is up
+    ceiling_data = replace(data, extra_binds=[*data.extra_binds, paths.BIN])
+    cell_params = {"phase": "ceiling", "responder": "dnsload serve",
+                   "responder_node": nodes.resolver, "tool": "dnsperf", "outstanding": qs,
+                   "names": params["names"], "placement": placement.as_dict()}
+    budget = trials * len(qs) * (loop_s + 2 * params["timeout_s"] + 30) + 120
+    with run.cell("phase=ceiling", cell_params) as cell:
+        lab = cell.up(ceiling_data, hold=[nodes.resolver, *nodes.auth])
+        with serving(lab, nodes.resolver, budget, cell.path / "dnsload"):
+            rows: list[dict[str, Any]] = []
+            for trial in range(1, trials + 1):
+                for q in qs if trial % 2 else list(reversed(qs)):
+                    modes = [("pass", 0.0)] + ([("loop", loop_s)] if loop_s else [])
+                    for mode, seconds in modes:
+                        rows.append({"trial": trial, "outstanding": q, "mode": mode, **_pass(
+                            lab, cell, nodes, qfile, q, f"dnsperf-{mode}-q{q}-{trial}.txt",
+                            params, seconds, responder=True)})
+                perf.write_rows(cell.path / "ceiling.csv", rows)
+        cell.figures.update(ceiling_figures(rows))
+
+
+def ceiling_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`ceiling_qps_q<q>` (median answered qps of the one-pass runs at -q q),
+    `ceiling_qps_trials_q<q>`, and `ceiling_loop_qps_q<q>` for the looping runs."""
+    figures: dict[str, Any] = {}
+    for q in dict.fromkeys(r["outstanding"] for r in rows):
+        one_pass = [r["qps"] for r in rows if r["outstanding"] == q and r["mode"] == "pass"]
+        loops = [r["qps"] for r in rows if r["outstanding"] == q and r["mode"] == "loop"]
+        figures[f"ceiling_qps_q{q}"] = perf.median(one_pass)
+        figures[f"ceiling_qps_trials_q{q}"] = one_pass
+        if loops:
+            figures[f"ceiling_loop_qps_q{q}"] = perf.median(loops)
+    return figures
+
+
+def cache(run: Run) -> None:
+    """resolver-cache: the generator's ceiling, cold and warm dnsperf trials at each -q,
+    then resperf's ramps."""
+    params = run.params
+    placement = run.placement()
+    cores = int(params.get("cores") or len(cpus.parse(placement.server)))
     nodes = ResolverNodes.of(run.topology)
     zone_set, per_node = internet(params, run.topology, nodes)
     dnsperf_list, resperf_list = name_lists(run, zone_set)
-    data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path)
+    data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path, placement)
     idle = idle_nodes(nodes, per_node)
     dead = dead_addresses(params, run.topology, nodes) if nodes.tiers["sld-dead"] in per_node \
         else []
     base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
-            "trials": params["trials"], "dead_addresses": len(dead)}
+            "trials": params["trials"], "dead_addresses": len(dead),
+            "placement": placement.as_dict()}
     trials = int(params["trials"])
-    run.plan(2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
+    ceiling = bool(params.get("ceiling"))
+    run.plan(ceiling + 2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
              per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
+    # .get: a resumed run from before the ceiling cell keeps its own parameters
+    if ceiling and run.finished("phase=ceiling") is None:
+        run_ceiling(run, nodes, data, dnsperf_list, placement)
     for q in params["outstanding"]:
         for state in ("cold", "warm"):
             cell_id = f"cache={state},outstanding={q}"

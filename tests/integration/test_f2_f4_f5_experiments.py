@@ -108,6 +108,20 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
         counters = meta["cells"][f"cache=cold,outstanding={q}"]["wan_counters"]
         if wan["root"]["backend"] == "nfqueue":
             assert counters["sld"]["accepted"] > 100 and counters["sld-broken"]["accepted"] > 0
+    # dnsperf on its own core, the resolver and the internet's servers on the other
+    placement = meta["placement"]
+    assert placement["shared"] is False
+    assert placement["generator_cpus"] != placement["server_cpus"]
+    cell_meta = meta["cells"]["cache=warm,outstanding=100"]
+    assert cell_meta["affinity"]["resolver"] == placement["server_cpus"]
+    assert cell_meta["affinity"]["sld-broken"] == placement["server_cpus"]
+    # dnsperf's ceiling for the same passes, against the canned responder, in this run
+    ceiling = figures.pop("phase=ceiling")
+    for q in (100, 200, 300):
+        assert len(ceiling[f"ceiling_qps_trials_q{q}"]) == 2
+        assert ceiling[f"ceiling_qps_q{q}"] > figures[f"cache=cold,outstanding={q}"]["qps"]
+    served = (run.path / "cells" / "phase=ceiling" / "dnsload" / "serve.jsonl").read_text()
+    assert '"serve_total"' in served
     for cell_id, fig in figures.items():
         assert fig["leak_datagrams"] == 0, cell_id
         assert fig["outside_lab_packets"] == 0, cell_id

@@ -260,8 +260,15 @@ CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F4.warm-scales-with-q", ABSENT, f4({"200": 1204 / 1463, "300": 1204 / 1710})),
     ("F4.warm-scales-with-q", REVERSED, f4({"200": 0.7, "300": 0.5})),
     ("F4.warm-scales-with-q", UNMET, f4(tail=0.001)),
-    ("F4.warm-scales-with-q", UNMET, f4(generator_cpu=99.4)),  # the warm pass measured dnsperf
-    ("F4.warm-over-cold", UNMET, f4(generator_cpu=99.4)),
+    # a pass within 10 % of dnsperf's own ceiling for it (the run's phase=ceiling cell)
+    # measured the generator; no ceiling in the run: nobody can tell
+    ("F4.warm-scales-with-q", UNMET, f4(generator_max=1800)),  # -q 300: 1,710 is 95 %
+    ("F4.warm-over-cold", UNMET, f4(generator_max=1300)),  # -q 100: 1,204 is 93 %
+    ("F4.warm-scales-with-q", UNMET, f4(generator_max=None)),
+    ("F4.warm-over-cold", UNMET, f4(generator_max=None)),
+    # dnsperf's CPU share is not judged: it busy-waits while slow names hold its slots
+    ("F4.warm-scales-with-q", PRESENT, f4(generator_cpu=99.4)),
+    ("F4.warm-over-cold", PRESENT, f4(generator_cpu=99.4, generator_max=2000)),
     # F5
     ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85})),
     ("F5.tso-win-divisor", ABSENT, f5(gain={"tso-win-divisor-1": 1.0})),

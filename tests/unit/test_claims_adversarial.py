@@ -251,7 +251,7 @@ def test_f4_zero_cold_qps_is_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_f4_warm_scales_without_a_warm_cache_is_not_a_pass(tmp_path: Path) -> None:
-    cells = []
+    cells = [runs.resolver_ceiling(50000)]
     for cache in ("cold", "warm"):
         for q in (100, 200, 300):
             cells.append(runs.CellData({"cache": cache, "outstanding": q}, {

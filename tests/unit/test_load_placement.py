@@ -105,3 +105,27 @@ def test_ceilings_benchmark_puts_each_paced_load_beside_dnsperfs_ceiling(tmp_pat
     assert bench_ceilings.main([str(run)]) == 0
     out = capsys.readouterr().out
     assert "profile=default @100%" in out and "generator-limited" in out
+
+
+def test_ceilings_benchmark_puts_each_resolver_pass_beside_dnsperfs_ceiling_at_its_q(
+        tmp_path: Path, capsys):
+    run = tmp_path / "resolver-cache" / "r3"
+    run.mkdir(parents=True)
+    (run / "meta.json").write_text(json.dumps({
+        "experiment": "resolver-cache", "run_id": "r3", "params": {},
+        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
+    _cell(run, "phase=ceiling", {"phase": "ceiling", "outstanding": [100, 300]},
+          {"ceiling_qps_q100": 40000, "ceiling_qps_q300": 60000})
+    _cell(run, "cache=warm,outstanding=100", {"cache": "warm", "outstanding": 100},
+          {"qps": 38000})
+    _cell(run, "cache=warm,outstanding=300", {"cache": "warm", "outstanding": 300},
+          {"qps": 6000})
+    _cell(run, "ramp=resperf,cache=warm", {"cache": "warm", "tool": "resperf"},
+          {"max_throughput_qps": 9000})
+    rows = {r["cell"]: r for r in bench_ceilings.rows_for(run)}
+    assert rows["cache=warm,outstanding=100"]["share"] == pytest.approx(0.95)
+    assert rows["cache=warm,outstanding=300"]["share"] == pytest.approx(0.1)
+    assert rows["ramp=resperf,cache=warm"]["ceiling"] is None
+    assert bench_ceilings.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "cache=warm,outstanding=100" in out and "generator-limited" in out

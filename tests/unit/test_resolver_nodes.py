@@ -89,3 +89,36 @@ def test_a_node_meant_to_fail_is_healthy_when_it_fails():
     assert nsd.answer_healthy("NOERROR", {}) and not nsd.answer_healthy("SERVFAIL", {})
     assert nsd.answer_healthy("SERVFAIL", {"health_rcodes": ["SERVFAIL"]})
     assert not nsd.answer_healthy("REFUSED", {"health_rcodes": ["SERVFAIL"]})
+
+
+def test_the_generator_sits_apart_from_the_resolver_and_its_internet(tmp_path, monkeypatch):
+    from dnslab import cpus, paths
+    from experiments.procedures import resolver
+
+    monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
+    topo = topology.load("resolver")
+    nodes = ResolverNodes.of(topo)
+    params = {"tlds": 2, "slds": 50, "names": 50, "resperf_names": 50, "seed": 1,
+              "nxdomain_pct": 0}
+    zone_set, per_node = resolver.internet(params, topo, nodes)
+    placement = cpus.place(allowed=[0, 1])
+    data = resolver._lab_data(params, topo, nodes, per_node, 1, zone_set.path, placement)
+    assert data.cpu_sets[nodes.client] == "1"
+    assert {data.cpu_sets[n] for n in (nodes.resolver, *nodes.auth)} == {"0"}
+    shared = cpus.place(share=True, allowed=[0, 1])
+    data = resolver._lab_data(params, topo, nodes, per_node, 2, zone_set.path, shared)
+    assert set(data.cpu_sets.values()) == {"0-1"}
+
+
+def test_the_ceiling_is_the_median_pass_per_q_and_loops_apart():
+    from experiments.procedures.resolver import ceiling_figures
+
+    rows = [{"outstanding": q, "mode": mode, "qps": qps} for q, mode, qps in (
+        (100, "pass", 40000), (100, "pass", 44000), (100, "pass", 30000),
+        (300, "pass", 60000), (300, "loop", 70000), (300, "loop", 72000))]
+    figures = ceiling_figures(rows)
+    assert figures["ceiling_qps_q100"] == 40000
+    assert figures["ceiling_qps_trials_q100"] == [40000, 44000, 30000]
+    assert figures["ceiling_qps_q300"] == 60000
+    assert figures["ceiling_loop_qps_q300"] == 71000
+    assert "ceiling_loop_qps_q100" not in figures
