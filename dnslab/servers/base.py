@@ -233,6 +233,12 @@ class Driver:
             return self._control(lab, node, "cache flush", None)
         return "".join(self._control(lab, node, "cache flush", argv) for argv in argvs)
 
+    def unsettled(self, lab: Lab, node: str) -> dict[str, int] | None:
+        """A resolver's leftovers from the last load: `in_progress` (queries it is still
+        resolving) and `failures_cached` (failed resolutions it answers from its cache for a
+        while); None: this kind cannot tell."""
+        return None
+
     # --- evidence: health, version, log lines, serials -----------------------------------
 
     def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:

@@ -3,10 +3,16 @@ its node folder."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dnslab.servers.base import Driver
+
+if TYPE_CHECKING:
+    from dnslab.lab import Lab
+
+SERVFAIL = 2  # the rcode in the low 4 bits of a message's flags
 
 
 class Unbound(Driver):
@@ -22,6 +28,22 @@ class Unbound(Driver):
     def flush_argvs(self, node_dir: Path) -> list[list[str]]:
         return [self._control_argv(node_dir, *args) for args in
                 (["flush_zone", "."], ["flush_infra", "all"], ["flush_requestlist"])]
+
+    def unsettled(self, lab: Lab, node: str) -> dict[str, int] | None:
+        """`in_progress`: client queries Unbound is still resolving
+        (`total.requestlist.current.all`); `failures_cached`: SERVFAIL answers in its message
+        cache (`dump_cache` msg lines, rcode 2). Unbound keeps a failed resolution for 5 s
+        (NORR_TTL in util/data/msgparse.h, compiled in), so a name asked again within 5 s
+        fails at once instead of after its round trips."""
+        node_dir = lab.node_dir(node)
+        stats = lab.run(node, self._control_argv(node_dir, "stats_noreset"), timeout=30).stdout
+        match = re.search(r"^total\.requestlist\.current\.all=(\d+)", stats, re.M)
+        dump = lab.run(node, self._control_argv(node_dir, "dump_cache"), timeout=60).stdout
+        failures = sum(1 for line in dump.splitlines() if line.startswith("msg ")
+                       and len(parts := line.split()) > 4 and parts[4].isdigit()
+                       and int(parts[4]) & 0xF == SERVFAIL)
+        return {"in_progress": int(match.group(1)) if match else 0,
+                "failures_cached": failures}
 
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.

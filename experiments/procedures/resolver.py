@@ -40,8 +40,10 @@ Then, in this order for each `-q` in `outstanding` (each cell a fresh lab):
   driver's `flush`: every cache and the request list, over its unix control socket), then
   one dnsperf pass over the `names`-name list (`-n 1 -q <q>`, as in the seed);
 - `cache=warm,outstanding=<q>`: `trials` times: flush, one pass to fill the cache (its
-  figures are kept as `warmup_*`), then the measured run, the same one pass as cold (or,
-  with `warm_s` > 0, dnsperf looping over the list for that many seconds).
+  figures are kept as `warmup_*`), the wait until the resolver holds none of that pass's
+  failures (`settle`: Unbound answers a failed name from its cache for 5 s; at most
+  `settle_max_s`), then the measured run, the same one pass as cold (or, with `warm_s` > 0,
+  dnsperf looping over the list for that many seconds).
 Then, when `resperf` is on, `ramp=resperf,cache=cold` and `ramp=resperf,cache=warm`:
 resperf's ramp (`-m resperf_max_qps -r resperf_ramp_s`) against a flushed resolver and
 against one warmed by a pass over the whole list. The cold ramp reads the list once (no
@@ -58,7 +60,9 @@ resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `qps`, `sent`, `completed`, `lost`, `run_time_s`,
 `avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
 `generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
-`warmup_run_time_s`. resperf cells: `max_throughput_qps`, `lost_at_max`,
+`warmup_run_time_s`, and from the wait: `failures_cached_after_fill`,
+`in_progress_after_fill`, `settle_s`, `failures_cached_at_start` (the warm resperf cell
+too). resperf cells: `max_throughput_qps`, `lost_at_max`,
 `peak_responses_per_s`, `latency_at_peak_s`, `resperf_max_qps_used`, `plot_rows`.
 Every cell: `leak_datagrams` (UDP datagrams the resolver sent that no lab node received:
 0 when nothing left the lab), `outside_lab_packets` (an iptables OUTPUT counter in the
@@ -70,6 +74,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -84,7 +89,7 @@ from dnslab.nsenter import run_in
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver
 from dnslab.topology import LAN, Topology, spare_addresses
-from dnslab.wait import wait_until
+from dnslab.wait import WaitTimeout, wait_until
 from experiments.dnsload import ensure_dnsload, serving
 from experiments.procedures import perf
 
@@ -316,14 +321,48 @@ def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name:
     return {k: row[k] for k in keep}
 
 
+def settle(lab: Lab, node: str, timeout_s: float) -> dict[str, Any]:
+    """After the pass that filled the cache: wait until the resolver holds none of that
+    pass's failures (Unbound answers a name that failed from its cache for 5 s, then resolves
+    it again). The seed's warm run came long after its cold run, so each failing name failed
+    afresh, after its round trips, and held a dnsperf slot that long; a measured pass begun
+    within those seconds would see some failures at once and some not, depending on timing.
+    Returns the evidence: the failures cached and queries in progress when the wait began,
+    the seconds waited, and the failures still cached when it ended (> 0 only when failures
+    kept coming for `timeout_s`: then the pass starts anyway, and the row says so)."""
+    driver_of = node_driver(lab, node)
+    first = driver_of.unsettled(lab, node)
+    if first is None:
+        return {}
+    started, last = time.monotonic(), first
+
+    def clear() -> bool:
+        nonlocal last
+        last = driver_of.unsettled(lab, node) or {"failures_cached": 0}
+        return last["failures_cached"] == 0
+
+    try:
+        if first["failures_cached"]:
+            wait_until(clear, timeout_s, "the resolver's cached failures to expire",
+                       interval=0.5)
+    except WaitTimeout:
+        pass
+    return {"failures_cached_after_fill": first["failures_cached"],
+            "in_progress_after_fill": first["in_progress"],
+            "settle_s": round(time.monotonic() - started, 2),
+            "failures_cached_at_start": last["failures_cached"]}
+
+
 def _trial(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, state: str,
            trial: int, params: dict[str, Any]) -> dict[str, Any]:
-    """One trial: flush; warm: one pass to fill the cache; then the measured pass."""
+    """One trial: flush; warm: one pass to fill the cache, and the wait until none of its
+    failures is cached any more (`settle`); then the measured pass."""
     flush(lab, cell, nodes.resolver)
     row: dict[str, Any] = {"trial": trial}
     if state == "warm":
         warm = _pass(lab, cell, nodes, qfile, q, f"dnsperf-warmup-{trial}.txt", params)
         row.update({"warmup_qps": warm["qps"], "warmup_run_time_s": warm["run_time_s"]})
+        row.update(settle(lab, nodes.resolver, float(params["settle_max_s"])))
     measured_s = float(params["warm_s"]) if state == "warm" else 0
     row.update(_pass(lab, cell, nodes, qfile, q, f"dnsperf-{trial}.txt", params, measured_s))
     return row
@@ -437,6 +476,7 @@ def cache(run: Run) -> None:
                 warm = _pass(lab, cell, nodes, resperf_list, max(params["outstanding"]),
                              "dnsperf-warmup.txt", params)
                 cell.figures["warmup_qps"] = warm["qps"]
+                cell.figures.update(settle(lab, nodes.resolver, float(params["settle_max_s"])))
             else:
                 # the ramp sends max_qps * ramp / 2 queries: stay within the list, read once
                 lines = sum(1 for _ in open(resperf_list))
