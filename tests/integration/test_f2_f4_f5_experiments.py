@@ -97,8 +97,15 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
         # the broken tier (1.3 % of the zones; lab up waited for its SERVFAIL) fails cold and
         # warm alike: the resolver keeps a failure for seconds only
         assert warm["rcode_SERVFAIL"] + warm["lost"] > 0
-        assert warm["qps"] > cold["qps"]
+        # the cache serves the warm pass (at this scale both passes end on the same slow
+        # tail, ~1.9 s, so their qps are close and not compared here)
+        assert warm["avg_latency_ms"] < cold["avg_latency_ms"] / 3
         assert warm["warmup_qps"] > 0
+        # each measured warm pass began once the fill's failures had left Unbound's cache
+        for trial in rows(run.path / "cells" / f"cache=warm,outstanding={q}" / "trials.csv"):
+            assert int(trial["failures_cached_after_fill"]) > 0
+            assert int(trial["failures_cached_at_start"]) == 0
+            assert float(trial["settle_s"]) > 0
         # the emulated internet is tens of milliseconds away: the cold pass waits on it
         assert cold["avg_latency_ms"] > 20
         wan = meta["cells"][f"cache=cold,outstanding={q}"]["wan"]
