@@ -276,19 +276,15 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
     cpu_sets = ({nodes.client: placement.generator,
                  **{n: placement.server for n in (nodes.resolver, *nodes.auth)}}
                 if placement else {})
-    kinds = {n: driver(topo.node(n).server) for n in nodes.auth}
     resolver = driver(topo.node(nodes.resolver).server)
+    # authoritative servers answer the resolver at any rate
+    options = {n: driver(topo.node(n).server).no_rate_limit_options() for n in nodes.auth}
+    options[nodes.tiers["sld-broken"]]["health_rcodes"] = ["SERVFAIL"]  # works when it fails
+    options[nodes.resolver] = resolver.resolver_options(
+        cores, params.get(f"{resolver.kind}_options", {}))
     return LabData(
         zones=[], health_zone=per_node[nodes.tiers["tld"]][0].name, node_zones=per_node,
-        node_options={nodes.resolver: resolver.resolver_options(
-                          cores, params.get(f"{resolver.kind}_options", {})),
-                      # authoritative servers answer the resolver at any rate
-                      **{n: kinds[n].no_rate_limit_options() for n in nodes.auth},
-                      # the broken tier works when it fails
-                      nodes.tiers["sld-broken"]: {
-                          **kinds[nodes.tiers["sld-broken"]].no_rate_limit_options(),
-                          "health_rcodes": ["SERVFAIL"]}},
-        sysctls={}, extra_binds=[zone_dir], wan=wan, cpu_sets=cpu_sets)
+        node_options=options, sysctls={}, extra_binds=[zone_dir], wan=wan, cpu_sets=cpu_sets)
 
 
 def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:
