@@ -153,8 +153,20 @@ def _data(node: str, client: str, server: str, zone: ZoneRef, params: dict[str, 
           sysctls: dict[str, str], placement: cpus.Placement) -> LabData:
     return LabData(zones=[zone], health_zone=ZONE,
                    node_options={node: server_options(server, params)},
-                   sysctls={node: sysctls} if sysctls else {},
+                   sysctls={**({node: sysctls} if sysctls else {}),
+                            **_client_sysctls(client, params)},
                    cpu_sets={client: placement.generator, node: placement.server})
+
+
+def _client_sysctls(client: str, params: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The generator node's sysctls (`client_sysctls`; a resumed older run has none)."""
+    chosen = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
+    return {client: chosen} if chosen else {}
+
+
+def _record_client(cell: Cell, lab: Lab, client: str) -> None:
+    """The generator's sysctls as read back in its namespace, into the cell's figures."""
+    cell.figures["client_sysctls"] = lab.state.nodes[client].sysctls
 
 
 def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: ZoneRef,
@@ -166,6 +178,7 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
     loads = list(params["loads"])
     ensure_dnsload()  # built before the lab is up
     data = LabData(zones=[zone], health_zone=ZONE, extra_binds=[paths.BIN],
+                   sysctls=_client_sysctls(client, params),
                    cpu_sets={client: placement.generator, node: placement.server})
     cell_params = {"phase": "ceiling", "responder": "dnsload serve", "responder_node": node,
                    "capacity_qps": round(capacity, 1), "loads": loads,
@@ -175,6 +188,7 @@ def run_ceiling(run: Run, node: str, client: str, servers: list[str], zone: Zone
     budget = trials * (len(loads) + 1) * per_trial + 120
     with run.cell("phase=ceiling", cell_params) as cell:
         lab = cell.up(data, hold=servers)
+        _record_client(cell, lab, client)
         with serving(lab, node, budget, cell.path / "dnsload"):
             cell.monitor([node])
             rows: list[dict[str, Any]] = []
@@ -244,7 +258,9 @@ def trials(run: Run) -> None:
     else:
         with run.cell("phase=capacity", {"phase": "capacity", "server": server,
                                          "profile": "default"}) as cell:
-            cell.up(_data(node, client, server, zone, params, {}, placement), hold=others)
+            lab = cell.up(_data(node, client, server, zone, params, {}, placement),
+                          hold=others)
+            _record_client(cell, lab, client)
             cell.monitor([node])
             rows = [_trial(cell, client, node, qfile, params, None,
                            f"dnsperf-capacity-{i}.txt")
@@ -275,8 +291,9 @@ def trials(run: Run) -> None:
                            "capacity_qps": round(capacity, 1), "loads": loads,
                            "placement": placement.as_dict()}
             with run.cell(cell_id, cell_params) as cell:
-                cell.up(_data(node, client, server, zone, params, sysctls, placement),
-                        hold=others)
+                lab = cell.up(_data(node, client, server, zone, params, sysctls, placement),
+                              hold=others)
+                _record_client(cell, lab, client)
                 cell.monitor([node])
                 rows = []
                 for load in loads if rnd % 2 else list(reversed(loads)):
