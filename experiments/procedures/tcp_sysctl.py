@@ -113,9 +113,9 @@ def open_loop_outstanding(rate: float | None, params: dict[str, Any]) -> int:
     `outstanding`."""
     if not rate:
         return int(params["outstanding"])
-    # dnsperf slows down above ~20-30k queries in flight (-Q 20000 reached 20.0k qps with
-    # -q 20000 and 10.7k with -q 32768 on one core), so rate x timeout is capped: a server
-    # answering within cap / rate seconds still sees the full rate
+    # dnsperf's own pace falls as -q grows (figures at `max_outstanding` in
+    # experiments/tcp-sysctl.yaml), so rate x timeout is capped: a server answering within
+    # cap / rate seconds still sees the full rate
     wanted = max(int(params["outstanding"]), int(rate * params["timeout_s"]) + 1)
     cap = int(params.get("max_outstanding") or 0)
     return min(wanted, cap) if cap else wanted
