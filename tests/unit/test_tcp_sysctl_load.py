@@ -41,7 +41,8 @@ def _lab_data(params: dict, server_sysctls: dict[str, str]):
 def test_generator_gets_the_wide_port_range_the_experiment_file_sets():
     spec = yaml.safe_load(Path("experiments/tcp-sysctl.yaml").read_text())
     data = _lab_data(spec["params"], {"net.ipv4.tcp_abort_on_overflow": "1"})
-    assert data.sysctls["client"] == {"net.ipv4.ip_local_port_range": "1024 65535"}
+    assert data.sysctls["client"] == {"net.ipv4.ip_local_port_range": "1024 65535",
+                                      "net.ipv4.tcp_max_tw_buckets": "1000"}
     assert data.sysctls["auth-knot"] == {"net.ipv4.tcp_abort_on_overflow": "1"}
 
 
