@@ -214,6 +214,13 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
     assert readback["diiner"]["net.ipv4.tcp_abort_on_overflow"] == "1"
     assert readback["tso-win-divisor-1"]["net.ipv4.tcp_tso_win_divisor"] == "1"
     assert readback["default"]["net.ipv4.tcp_tso_win_divisor"] == "3"
+    # the generator's namespace, in every phase, gets the client sysctls; the server never does
+    for cell_id in meta["cells"]:
+        client, server = (meta["cells"][cell_id]["sysctls"][n] for n in ("client", "auth-knot"))
+        assert client["net.ipv4.tcp_max_tw_buckets"] == "1000"
+        assert client["net.ipv4.ip_local_port_range"].split() == ["1024", "65535"]
+        assert server["net.ipv4.tcp_max_tw_buckets"] != "1000"
+    assert figures["phase=ceiling"]["client_sysctls"]["net.ipv4.tcp_max_tw_buckets"] == "1000"
     stats = json.loads((run.path / "stats.json").read_text())
     assert stats["control"] == "default"
     for load in ("l10", "l100", "l150"):

@@ -320,6 +320,20 @@ def test_f5_unknown_offered_rate_is_not_taken_as_saturated(tmp_path: Path) -> No
     expect(run, "F5.tso-win-divisor", "not_applicable")
 
 
+def test_f5_abort_profile_that_answers_the_whole_load_is_not_applicable(tmp_path: Path
+                                                                       ) -> None:
+    """The default answers 96 % of the offered rate, abort_on_overflow all of it: "+4 %" is
+    the load's cap, a lower bound, not the setting's gain."""
+    run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08}, answered_share=0.96, trials=20)
+    expect(run, "F5.abort-on-overflow", "not_applicable")
+
+
+def test_f5_tso_that_answers_the_whole_load_is_still_judged_not_slower(tmp_path: Path) -> None:
+    run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.08}, answered_share=0.96,
+                              trials=20)
+    expect(run, "F5.tso-win-divisor", "not_reproduced")
+
+
 def test_f5_abort_holds_on_a_seed_like_run(tmp_path: Path) -> None:
     run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08})
     expect(run, "F5.abort-on-overflow", "reproduced")
