@@ -107,6 +107,7 @@ from dnslab.topology import Topology
 from experiments import stairs
 from experiments.common import check_choice, write_rows
 from experiments.dnsload import DnsloadGenerator, DnsloadRunner, ensure_dnsload, serving
+from experiments.procedures import perf
 from experiments.responses import (
     RESPONSE_COLUMNS,
     response_figures,
@@ -198,8 +199,7 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
     zone = zone_set.zones[0]
     data = LabData(zones=[ZoneRef(zone.fqdn, zone.path)], health_zone=zone.fqdn,
                    node_options={nodes.primary: {"notify": "no"}},
-                   sysctls={nodes.client: {k: str(v) for k, v in
-                                           (params.get("client_sysctls") or {}).items()}},
+                   sysctls={nodes.client: perf.client_sysctls(params)},
                    extra_binds=[paths.BIN], cpu_sets=nodes.placement_sets(placement, node))
     cell_params = {"server": "ceiling", "records": records, "responder": "dnsload serve",
                    "responder_node": node, "truncating": round(truncating, 4),
@@ -235,7 +235,7 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
     tuned = tuning == "tuned"
     profile_name = params["tuned_profile"] if tuned else params["untuned_profile"]
     server_sysctls = node_sysctls(run.profile(profile_name), allow_host_sysctls())
-    client_sysctls = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
+    client_sysctls = perf.client_sysctls(params)
     kind = run.topology.node(node).server
     opts = server_options(params, server, tuned, kind)
     zone = zone_set.zones[0]

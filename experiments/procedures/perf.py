@@ -326,3 +326,9 @@ def profile_sysctls(run: Any, name: str) -> tuple[dict[str, str], dict[str, str]
     _per_node, host_wide = split_per_node(list(wanted))
     return ({k: v for k, v in wanted.items() if k not in host_wide},
             {k: v for k, v in wanted.items() if k in host_wide})
+
+
+def client_sysctls(params: dict[str, Any]) -> dict[str, str]:
+    """The load generator's own sysctls from an experiment's `client_sysctls` parameter, as
+    strings (none when the parameter is absent, as in a resumed older run)."""
+    return {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}

@@ -163,8 +163,8 @@ def _data(node: str, client: str, server: str, zone: ZoneRef, params: dict[str, 
 
 
 def _client_sysctls(client: str, params: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """The generator node's sysctls (`client_sysctls`; a resumed older run has none)."""
-    chosen = {k: str(v) for k, v in (params.get("client_sysctls") or {}).items()}
+    """The generator node's sysctls, keyed by its node (none: no entry)."""
+    chosen = perf.client_sysctls(params)
     return {client: chosen} if chosen else {}
 
 
