@@ -232,6 +232,30 @@ def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
     return figures
 
 
+# The F5 claims judge a profile only where the default answered less than this share of
+# the offered rate (analysis/claims/f5_tcp_sysctl.py, `max_share`; a unit test keeps the two
+# equal): below it the server, not the load, set the qps.
+SATURATED_SHARE = 0.97
+
+
+def unsaturated_warning(rows: list[dict[str, Any]], loads: list[int]) -> str | None:
+    """What to tell the user when the default profile's trial at the highest load answered
+    (nearly) all it was offered, else None. The closed-loop capacity swings widely on a
+    shared VM (30-61k qps in one day), and a load it calls 120 % may be one the server
+    answers in full: the run would then end, hours later, with the F5 claims "not
+    applicable". Said after the first default cell, while it is cheap to stop."""
+    top = max(loads)
+    mine = [r for r in rows if r["load_pct"] == top and r.get("target_qps") and r.get("qps")]
+    share = perf.median([r["qps"] / r["target_qps"] for r in mine])
+    if share is None or share < SATURATED_SHARE:
+        return None
+    suggest = -(-int(top * 1.3) // 10) * 10
+    return (f"tcp-sysctl: at {top} % load ({mine[0]['target_qps']:,.0f} qps) the default "
+            f"profile answered {share:.0%} of the offered rate: the server is not saturated, "
+            f"so the F5 claims will be 'not applicable' (hint: stop with Ctrl-C and run again "
+            f"with a higher load, e.g. LOADS={suggest})")
+
+
 def trials(run: Run) -> None:
     """tcp-sysctl: measure capacity and the generator's ceiling, then `trials` rounds, each
     one cell per profile (order rotated) with one trial per load."""
@@ -283,6 +307,7 @@ def trials(run: Run) -> None:
         run_ceiling(run, node, client, list(nodes.values()), zone, qfile, capacity,
                     placement)
     chosen = {profile: perf.profile_sysctls(run, profile) for profile in profiles}
+    checked = False
     for rnd in range(1, params["trials"] + 1):
         first = (rnd - 1) % len(profiles)
         for profile in profiles[first:] + profiles[:first]:
@@ -307,6 +332,13 @@ def trials(run: Run) -> None:
                                           f"dnsperf-l{load}-{rnd}.txt")})
                     perf.write_rows(cell.path / "trials.csv", rows)
                 cell.figures.update(_figures(rows, loads, capacity))
+            if profile == "default" and not checked:
+                checked = True
+                warning = unsaturated_warning(rows, loads)
+                if warning:
+                    print(warning, file=sys.stderr)
+                    run.meta.setdefault("warnings", []).append(warning)
+                    run.save_meta()
 
 
 def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> dict[str, Any]:

@@ -9,7 +9,12 @@ import yaml
 
 from dnslab.cpus import Placement
 from dnslab.render import ZoneRef
-from experiments.procedures.tcp_sysctl import _data, open_loop_outstanding
+from experiments.procedures.tcp_sysctl import (
+    SATURATED_SHARE,
+    _data,
+    open_loop_outstanding,
+    unsaturated_warning,
+)
 
 PARAMS = {"outstanding": 500, "timeout_s": 2.0, "max_outstanding": 16000}
 
@@ -49,3 +54,38 @@ def test_generator_gets_the_wide_port_range_the_experiment_file_sets():
 def test_a_resumed_older_run_without_client_sysctls_changes_no_generator_setting():
     data = _lab_data({}, {})
     assert data.sysctls == {}
+
+
+def _row(load: int, target: float, qps: float) -> dict:
+    return {"trial": 1, "load_pct": load, "target_qps": target, "qps": qps}
+
+
+def test_a_load_the_default_answers_in_full_is_flagged_with_a_higher_load_to_try():
+    warning = unsaturated_warning([_row(120, 47976.5, 47967.9)], [120])
+    assert warning is not None
+    assert "100%" in warning and "not applicable" in warning and "LOADS=160" in warning
+
+
+def test_a_saturated_default_is_not_flagged():
+    # run 01fb: the default answered 51,830 of 66,870 qps in its first round
+    assert unsaturated_warning([_row(150, 66870.0, 51830.1)], [150]) is None
+
+
+def test_only_the_highest_load_decides():
+    rows = [_row(10, 6687.0, 6687.0), _row(100, 66870.0, 49000.0)]
+    assert unsaturated_warning(rows, [10, 100]) is None
+    assert unsaturated_warning([_row(10, 6687.0, 6687.0), _row(150, 9000.0, 8990.0)],
+                               [10, 150]) is not None
+
+
+def test_a_trial_that_answered_nothing_is_not_read_as_saturation_evidence():
+    assert unsaturated_warning([_row(150, 66870.0, 0.0)], [150]) is None
+
+
+def test_the_warning_uses_the_claims_own_saturation_share():
+    import analysis.claims.f5_tcp_sysctl  # noqa: F401  (registers the F5 claims)
+    from analysis.claim import REGISTRY
+
+    limits = [c.limits["max_share"] for c in REGISTRY.values()
+              if c.finding == "F5" and "max_share" in c.limits]
+    assert len(limits) == 2 and set(limits) == {SATURATED_SHARE}
