@@ -6,7 +6,9 @@ with units, and a footer naming the run(s) and parameters they show; `save` writ
 
 from __future__ import annotations
 
+import textwrap
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,9 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F
 NAMED = {"default": "#D55E00", "wide-ports": "#0072B2", "tw-buckets": "#CC79A7",
          "baseline": "#D55E00", "tuned": "#0072B2", "cold": "#56B4E9", "warm": "#E69F00"}
 INK = "#1b2733"
+# footer characters per line: at 8.5 pt a line of digits and underscores is ~7.1 px a
+# character at 100 dpi, and the narrowest figure is 960 px wide
+FOOTER_CHARS = 130
 MUTED = "#5b6770"
 
 RC: dict[str, Any] = {
@@ -49,11 +54,24 @@ RC: dict[str, Any] = {
 }
 
 
-def color_for(label: str, index: int) -> str:
+def _named(label: str) -> str | None:
     for key, colour in NAMED.items():
         if label == key or label.startswith(key + "-") or label.startswith(key + "="):
             return colour
-    return PALETTE[index % len(PALETTE)]
+    return None
+
+
+def colors_for(labels: Sequence[str]) -> list[str]:
+    """One colour per label, for everything drawn in one plot: a named label keeps its
+    colour everywhere, the same label gets the same colour, and the others take palette
+    colours that no label of this plot uses yet (`diiner` beside `default` is not red too)."""
+    taken = {c for c in map(_named, labels) if c}
+    spare = iter([c for c in PALETTE if c not in taken] or PALETTE)
+    given: dict[str, str] = {}
+    for label in labels:
+        if label not in given:
+            given[label] = _named(label) or next(spare, PALETTE[len(given) % len(PALETTE)])
+    return [given[label] for label in labels]
 
 
 def new_figure(ncols: int = 1) -> tuple[Figure, list[Axes]]:
@@ -69,6 +87,8 @@ def new_figure(ncols: int = 1) -> tuple[Figure, list[Axes]]:
 def finish(fig: Figure, title: str, footer: list[str]) -> None:
     """Title top left, one footer line per run shown (which run, parameters, runtime)."""
     fig.suptitle(title, x=0.01, ha="left", fontsize=14, fontweight="bold", color=INK)
+    # a long parameter list wraps rather than running off the figure's right edge
+    footer = [part for line in footer for part in textwrap.wrap(line, FOOTER_CHARS) or [""]]
     fig.text(0.01, 0.01, "\n".join(footer), ha="left", va="bottom", fontsize=8.5, color=MUTED,
              linespacing=1.4)
     bottom = 0.025 + 0.032 * len(footer)

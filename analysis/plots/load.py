@@ -24,6 +24,7 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
     groups = sorted({c.params[group] for c in cells}, key=str)
     names = sorted({c.params[series] for c in cells}, key=str)
     width = 0.8 / len(names)
+    colours = style.colors_for([str(name) for name in names])
     for j, name in enumerate(names):
         xs, ys = [], []
         for i, g in enumerate(groups):
@@ -35,7 +36,7 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
                     except (LabError, TypeError) as exc:
                         notes.append(f"{cell.label}: {getattr(exc, 'message', exc)}")
         bars = ax.bar(xs, ys, width=width * 0.95, label=f"{series}={name}",
-                      color=style.color_for(str(name), j))
+                      color=colours[j])
         ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=8.5, color=style.MUTED)
     ax.set_xticks(np.arange(len(groups)), [f"{group}={g}" for g in groups])
     ax.set_ylabel(ylabel)
@@ -80,7 +81,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     labels = [f"{c.params.get('server', '?')}\n{c.params['records']}\n{c.params['tuning']}"
               for c in cells]
     bars = ax.bar(range(len(cells)), values, width=0.6,
-                  color=[style.color_for(c.params["tuning"], i) for i, c in enumerate(cells)])
+                  color=style.colors_for([c.params["tuning"] for c in cells]))
     ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=9, color=style.MUTED)
     ax.set_xticks(range(len(cells)), labels, fontsize=8.5)
     ax.set_ylabel("capacity (queries/s)")
@@ -236,7 +237,7 @@ def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     values = [float(c.figure("qps")) for c in cells]
     failures = [float(c.figure("failures_per_s", optional=True) or 0) for c in cells]
     bars = ax.bar(range(len(cells)), values, width=0.6,
-                  color=[style.color_for(lab, i) for i, lab in enumerate(labels)])
+                  color=style.colors_for(labels))
     ax.bar_label(bars, labels=[f"{v:,.0f} qps\n{f:,.0f} failed/s"
                                for v, f in zip(values, failures, strict=True)],
                  fontsize=9, color=style.MUTED)
@@ -252,10 +253,11 @@ def resperf_ramp(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = run.cells_where(tool="resperf")
     if not cells:
         raise NotApplicable("no resperf ramp cells in this run")
-    for i, cell in enumerate(cells):
+    colours = style.colors_for([str(c.params.get("cache")) for c in cells])
+    for cell, colour in zip(cells, colours, strict=True):
         ramp = cell.csv("resperf.csv", ("target_qps", "responses_per_s"))
         ax.plot(ramp["target_qps"], ramp["responses_per_s"],
-                color=style.color_for(str(cell.params.get("cache")), i),
+                color=colour,
                 label=f"cache {cell.params.get('cache')}")
     top = max(ax.get_xlim()[1], 1.0)
     ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED)
@@ -308,16 +310,17 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     top = max(loads)
     by_profile = {profile: [float(v) for f in fs for v in f.loc[f["load_pct"] == top, "qps"]]
                   for profile, fs in frames.items()}
+    colours = style.colors_for(list(by_profile))
     for i, (profile, values) in enumerate(by_profile.items()):
         if not values:
             notes.append(f"profile {profile}: no trials at {top:.0f} % load")
             continue
-        colour = style.color_for(profile, i)
+        colour = colours[i]
         ax.bar(i, float(np.median(values)), width=0.6, color=colour, alpha=0.35)
         jitter = np.linspace(-0.15, 0.15, len(values))
         ax.plot(i + jitter, values, "o", color=colour)
     ax.set_xticks(range(len(by_profile)), list(by_profile), rotation=20, fontsize=9)
-    ax.set_ylabel(f"dnsperf throughput over TCP at {top:.0f} % load (queries/s)")
+    ax.set_ylabel(f"answered at {top:.0f} % load (queries/s)")
     ceiling = derived.paced_ceiling(run)
     at = None if ceiling is None else ceiling[ceiling["load_pct"] == top]
     if at is None or at.empty:

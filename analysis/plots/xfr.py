@@ -27,9 +27,10 @@ THOUSANDS = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
 def _each_cell(run: Run, notes: list[str], draw: Callable[[Cell, str, int], Any]) -> int:
     """Call draw(cell, colour, index) per cell; a cell with missing data becomes a note."""
     drawn = 0
+    colours = style.colors_for([cell.label for cell in run.cells])
     for i, cell in enumerate(run.cells):
         try:
-            draw(cell, style.color_for(cell.label, i), i)
+            draw(cell, colours[i], i)
             drawn += 1
         except LabError as exc:
             notes.append(f"{cell.label}: {exc.message}")
@@ -164,8 +165,10 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> None:
         raise NotApplicable("no cells with a `zones` parameter")
     stalled_y = 0.0
     stalled: list[tuple[int, str]] = []
-    for i, (key, cells) in enumerate(sorted(groups.items())):
-        colour = style.color_for(key.removeprefix("profile="), i)
+    ordered = sorted(groups.items())
+    colours = style.colors_for([key.removeprefix("profile=") for key, _ in ordered])
+    for i, (key, cells) in enumerate(ordered):
+        colour = colours[i]
         xs, ys = [], []
         for cell in sorted(cells, key=lambda c: int(c.params["zones"])):
             zones = int(cell.params["zones"])
