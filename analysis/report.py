@@ -133,6 +133,8 @@ def _environment(run: Run) -> list[tuple[str, str]]:
         if value is not None:
             items.append((label, _compact(value)))
     items.append(("complete", "yes" if run.complete else "NO - the run was interrupted"))
+    # what the procedure said while it ran (e.g. a load that did not saturate the server)
+    items.extend(("warning", str(w)) for w in meta.get("warnings") or [])
     for name, version in sorted((meta.get("versions") or {}).items()):
         items.append((f"version: {name}", str(version)))
     return items

@@ -174,3 +174,13 @@ def test_the_placement_summary_names_the_sides_the_run_placed(tmp_path: Path) ->
         "generator_cpus": "1", "server_cpus": "0", "shared": True, "host_cpus": 2}}))
     assert load["summary"] == ("load generator on CPU 1, server under test on CPU 0 of 2 "
                                "(shared on purpose: SHARE_CORES)")
+
+
+def test_the_environment_repeats_what_the_run_warned_about(tmp_path: Path) -> None:
+    from analysis.report import _environment
+    from analysis.rundata import Run
+
+    said = "tcp-sysctl: at 120 % load (47,976 qps) the default profile answered 100% ..."
+    items = _environment(Run(tmp_path, {"cells": {}, "warnings": [said]}))
+    assert ("warning", said) in items
+    assert not [k for k, _ in _environment(Run(tmp_path, {"cells": {}})) if k == "warning"]
