@@ -182,8 +182,9 @@ def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float)
     published="at 30k zones the secondary logs 'failed to connect: address not available' "
               "once the 28,231 ports are all in TIME_WAIT",
     source=SOURCE_30K, effect=DIRECTIONAL,
-    tolerance="connect failures >= {min_failures}; TIME_WAIT at the first failure "
-              ">= {at_ceiling:.0%} of the port range",
+    tolerance="connect failures >= {min_failures}; TIME_WAIT at the first failure (the "
+              "1 Hz sample within 1 s after it: TIME_WAIT only grows in a cold start's first "
+              "60 s) >= {at_ceiling:.0%} of the port range",
     precondition="exhaustion predicted (as F3.default.tw-ceiling)",
     fails_when="no connect failure although exhaustion was predicted, or failures that start "
                "before TIME_WAIT reaches the ceiling (another cause)",

@@ -178,6 +178,38 @@ def burst_then_slow_default(zones: int = 1000, ports: int = 500) -> runs.CellDat
         sysctls={"sec": runs.port_sysctls(ports), "pri": runs.port_sysctls(28231)})
 
 
+def burst_between_samples(tw_next_sample: int, zones: int = 1000,
+                          ports: int = 250) -> runs.CellData:
+    """The range runs out between two 1 Hz samples (pdns at SCALE=ci on clab, 2026-11-24):
+    TIME_WAIT 0 at 3 s, `tw_next_sample` at 4 s; the first failures at 3.19 s."""
+    mon, done, events = [], [], []
+    for t in range(0, 41):
+        tw = 0 if t <= 3 else tw_next_sample
+        mon.append([t, 5.0, 52000, 0, 0, 1000 + tw, 3, 0, 0, 0, 2, tw, 0, tw + 6])
+        done.append([t, min(tw, zones)])
+    events += [[3.15, "transfer_ok", f"z{i}."] for i in range(tw_next_sample)]
+    events += [[3.19, "connect_failed", f"z{i}."] for i in range(tw_next_sample, zones)]
+    return runs.CellData(
+        params={"profile": "default"}, figures={"zones": zones, "port_range_size": ports},
+        csv={"monitor/sec.csv": (runs.MONITOR_COLUMNS, mon),
+             "zones_done.csv": (["t", "zones_served"], done),
+             "xfr_events.csv": (["t", "event", "zone"], events)},
+        sysctls={"sec": runs.port_sysctls(ports), "pri": runs.port_sysctls(28231)})
+
+
+def test_f3_ports_used_up_between_two_samples_still_count_as_the_ceiling(tmp_path: Path) -> None:
+    run = xfr_run(tmp_path, default=burst_between_samples(tw_next_sample=250))
+    expect(run, "F3.default.connect-failures", "reproduced")
+
+
+def test_f3_failures_with_few_ports_in_time_wait_one_sample_later_are_not(tmp_path: Path) -> None:
+    # 40 of 250 ports in TIME_WAIT after the failures began: another cause (the kernel had
+    # fewer ports than the range read back, or the secondary failed for its own reasons)
+    run = xfr_run(tmp_path, default=burst_between_samples(tw_next_sample=40))
+    v = verdict(run, "F3.default.connect-failures")
+    assert v["status"] != "reproduced", v["measured"]
+
+
 def test_f3_start_up_burst_is_not_a_sustained_rate(tmp_path: Path) -> None:
     run = xfr_run(tmp_path, default=burst_then_slow_default())
     got = {c: verdict(run, c)["status"] for c in
