@@ -13,7 +13,8 @@ through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are writte
                     sysctls_requested {node: {key: value asked for}}, sysctls_refused,
                     placement {node: cpu-set or "any"}, affinity {node: CPUs read back
                     from its running daemon}}}, and, for load experiments, placement
-                    {generator_cpus, server_cpus, shared, host_cpus}
+                    {generator_cpus, server_cpus, shared, host_cpus}; optional: warnings
+                    [what the procedure told the user while it ran, shown in the report]
       cells/<dir>/cell.json   schema_version, cell_id, params, figures, status
       cells/<dir>/...         the procedure's raw data: monitor/<node>.csv, monitor/cores.csv
                               (each core's busy % per second), CSV, tool output

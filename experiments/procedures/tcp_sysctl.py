@@ -65,6 +65,7 @@ profile) are the analysis' (`analysis.stats.write_stats` -> `stats.json`).
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -249,7 +250,7 @@ def unsaturated_warning(rows: list[dict[str, Any]], loads: list[int]) -> str | N
     share = perf.median([r["qps"] / r["target_qps"] for r in mine])
     if share is None or share < SATURATED_SHARE:
         return None
-    suggest = -(-int(top * 1.3) // 10) * 10
+    suggest = math.ceil(top * 1.3 / 10) * 10
     return (f"tcp-sysctl: at {top} % load ({mine[0]['target_qps']:,.0f} qps) the default "
             f"profile answered {share:.0%} of the offered rate: the server is not saturated, "
             f"so the F5 claims will be 'not applicable' (hint: stop with Ctrl-C and run again "
