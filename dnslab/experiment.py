@@ -217,6 +217,13 @@ class Run:
               f"{_duration(max(cells - done, 0) * per_cell_s)} to go (estimate, "
               f"{per_cell_s:.0f} s per cell)", file=sys.stderr)
 
+    def warn(self, message: str) -> None:
+        """Tell the user now (stderr) and keep it with the run (meta.json `warnings`, which the
+        report shows): something that makes the run's result less than it was meant to be."""
+        print(message, file=sys.stderr)
+        self.meta.setdefault("warnings", []).append(message)
+        self.save_meta()
+
     def _done(self) -> int:
         return sum(1 for c in self.meta["cells"].values() if c.get("status") == "complete")
 

@@ -337,9 +337,7 @@ def trials(run: Run) -> None:
                 checked = True
                 warning = unsaturated_warning(rows, loads)
                 if warning:
-                    print(warning, file=sys.stderr)
-                    run.meta.setdefault("warnings", []).append(warning)
-                    run.save_meta()
+                    run.warn(warning)
 
 
 def _figures(rows: list[dict[str, Any]], loads: list[int], capacity: float) -> dict[str, Any]:

@@ -200,3 +200,16 @@ def test_the_topology_is_parsed_once_per_run_and_every_cell_gets_it(tmp_path, mo
     assert parsed == ["xfr"]
     assert brought_up == [run.topology, run.topology]
     assert isinstance(run.topology, topology.Topology) and run.topology.name == "xfr"
+
+
+def test_a_warning_is_said_and_kept_in_the_runs_meta(tmp_path, monkeypatch, capsys):
+    from dnslab import results
+
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    spec = experiment_spec.load_spec("tcp-sysctl")
+    params = experiment_spec.resolve_params(spec, {}, "ci")
+    run = experiment.Run(spec, params, "netns", False, ["make", "experiment"], "ci")
+    run.warn("tcp-sysctl: not saturated")
+    run.warn("second")
+    assert "tcp-sysctl: not saturated" in capsys.readouterr().err
+    assert results.read_meta(run.path)["warnings"] == ["tcp-sysctl: not saturated", "second"]
