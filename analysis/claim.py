@@ -1,9 +1,10 @@
 """Claims: a published figure, the band of the effect, its precondition, bound to one pytest test.
 
-A claim module under `analysis/claims/` writes each finding as a test function:
+Each finding's package has a `claims.py` (`experiments/<finding>/claims.py`) that writes each
+published claim as a test function:
 
     @claim(
-        "F1.capacity-drop", finding="F1", experiments=("tcp-fallback",),
+        "F1.capacity-drop",
         title="Untuned capacity halves with the new records",
         published="stair capacity 24,000 -> 12,000 qps (ratio 0.50)",
         source="seed 000, results table: capacity row, old vs new records, untuned",
@@ -19,6 +20,10 @@ A claim module under `analysis/claims/` writes each finding as a test function:
                 f"{before:,} qps", "STAIR_STEP=<5 % of the capacity>")
         verdict.measured = "3,000 -> 2,000 qps (ratio 0.67)"
         assert abs(measured - ratio) <= band, f"capacity ratio {measured:.2f}"
+
+The claim's finding is the package it is written in (its id, `F1.`, says the same and is
+checked); which experiments a claim judges is said by the experiment files, whose `claims:`
+list names it (as their `plots:` list names their plots).
 
 Every claim states what a speaker needs to judge it:
 - `published`: the figure, `source`: the seed and where in it;
@@ -43,13 +48,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
 import pytest
 
 from analysis.rundata import NotApplicable
-from dnslab import paths
+from dnslab import findings
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -72,13 +76,11 @@ DIRECTIONAL = "directional"
 REPRODUCTION = "reproduction"
 CALIBRATION = "calibration"
 
-FINDINGS = {
-    "F1": "Mobile core: oversized 3GPP NAPTR answers force TCP fallback (seed 000)",
-    "F2": "dnsdist listener and socket tuning (seed 001)",
-    "F3": "Zone transfer performance (seed 002)",
-    "F4": "Caching resolver under dnsperf (seed 003)",
-    "F5": "Tuning Linux for DNS over TCP (seed 004)",
-}
+
+
+def finding_titles() -> dict[str, str]:
+    """{finding id: its title and seed}, from the finding packages."""
+    return {f.id: f"{f.title} (seed {f.seed})" for f in findings.all_findings()}
 
 
 @dataclass(frozen=True)
@@ -92,37 +94,30 @@ class Claim:
     tolerance: str
     precondition: str
     fails_when: str
-    experiments: tuple[str, ...]
     kind: str = REPRODUCTION
     limits: dict[str, Any] = field(default_factory=dict)
     note: str = ""
-
-    def covers(self, experiment: str) -> bool:
-        """Experiment names match exactly, as fnmatch patterns, or with a `-<variant>` suffix
-        (`xfr-30k-zones-ci`) - but never another experiment's name (`tcp-fallback-cache` is
-        not a variant of `tcp-fallback`)."""
-        if any(fnmatchcase(experiment, p) for p in self.experiments):
-            return True
-        if experiment in _experiment_names():
-            return False
-        return any(fnmatchcase(experiment, p + "-*") for p in self.experiments)
-
-
-def _experiment_names() -> set[str]:
-    return {p.stem for p in paths.EXPERIMENTS.glob("*.yaml")}
 
 
 REGISTRY: dict[str, Claim] = {}
 
 
-def claim(claim_id: str, *, finding: str, title: str, published: str, source: str,
+def _package_finding(module: str) -> str | None:
+    """The id of the finding package a module belongs to (None outside one)."""
+    for found in findings.all_findings():
+        if module == found.package or module.startswith(found.package + "."):
+            return found.id
+    return None
+
+
+def claim(claim_id: str, *, title: str, published: str, source: str,
           effect: str, tolerance: str, precondition: str, fails_when: str,
-          experiments: tuple[str, ...], kind: str = REPRODUCTION,
-          limits: dict[str, Any] | None = None,
+          kind: str = REPRODUCTION, limits: dict[str, Any] | None = None,
           note: str = "") -> Callable[[Callable[..., None]], Any]:
     """Register a claim test; see the module docstring."""
-    if finding not in FINDINGS:
-        raise ValueError(f"unknown finding {finding!r}")
+    finding = claim_id.split(".", 1)[0]
+    if finding not in {f.id for f in findings.all_findings()}:
+        raise ValueError(f"{claim_id}: unknown finding {finding!r}")
     if effect not in (TWO_SIDED, DIRECTIONAL):
         raise ValueError(f"{claim_id}: effect must be {TWO_SIDED!r} or {DIRECTIONAL!r}")
     if kind not in (REPRODUCTION, CALIBRATION):
@@ -131,10 +126,13 @@ def claim(claim_id: str, *, finding: str, title: str, published: str, source: st
     spec = Claim(id=claim_id, finding=finding, title=title, published=published,
                  source=source, effect=effect, tolerance=tolerance.format(**limits),
                  precondition=precondition.format(**limits),
-                 fails_when=fails_when.format(**limits), experiments=tuple(experiments),
-                 kind=kind, limits=limits, note=note)
+                 fails_when=fails_when.format(**limits), kind=kind, limits=limits, note=note)
 
     def decorate(func: Callable[..., None]) -> Any:
+        home = _package_finding(func.__module__)
+        if home is not None and home != finding:
+            raise ValueError(f"claim {claim_id} is written in {func.__module__}, the package "
+                             f"of {home}: a claim lives in its own finding's package")
         existing = REGISTRY.get(claim_id)
         if existing is not None and existing != spec:
             raise ValueError(f"claim id {claim_id!r} registered twice")

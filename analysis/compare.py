@@ -31,7 +31,10 @@ def compare(run_args: list[str], *, root: Path | None = None, out: Path | None =
     if len(run_args) < 2:
         raise LabError("compare needs at least two runs")
     runs: list[Run] = [load_run(resolve_run(a, root)) for a in run_args]
-    specs = [s for s in plots.load_all().values() if all(s.covers(r.experiment) for r in runs)]
+    registry = plots.load_all()
+    shared = [n for n in plots.experiment_plots(runs[0].experiment)
+              if all(n in plots.experiment_plots(r.experiment) for r in runs[1:])]
+    specs = [registry[n] for n in shared if n in registry]
     if only:
         unknown = sorted(set(only) - set(plots.PLOTS))
         if unknown:

@@ -1,9 +1,10 @@
-"""Derived figures: what the claims judge, computed here from the raw data a procedure kept.
+"""Derived figures several findings share: what the claims judge, computed from raw data.
 
 Procedures record raw data (per-step and per-trial CSV, events, 1 Hz counters, tool output)
-and the facts they measured directly; everything computed from those (a stair's capacity,
-a transfer rate, a peak, a prediction, a share of the generator's ceiling) is computed here,
-once, so the claims, the plots and the report all use the same numbers.
+and the facts they measured directly; everything computed from those (a stair's capacity, a
+share of the generator's ceiling) is computed once, so the claims, the plots and the report
+all use the same numbers. What only one finding derives lives in its package's `derived.py`
+(e.g. F3's cold starts in `experiments/f3_xfr/derived.py`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ import pandas as pd
 
 from analysis.claim import require
 from analysis.rundata import Cell, Run
-from dnslab.counters import peak_growth, peak_rate
 from dnslab.errors import LabError
 
-TIME_WAIT_S = 60.0  # Linux keeps a closed connection's port in TIME_WAIT for 60 s
 GENERATOR_BOUND_SHARE = 0.90  # within 10 % of the generator's ceiling: generator-limited
 
 
@@ -164,95 +163,3 @@ def require_paced_load_reached(run: Run, load: float, remedy: str) -> None:
     require(reached >= GENERATOR_BOUND_SHARE * target,
             f"generator-limited at {load:.0f} % load: ceiling {reached:,.0f} qps for target "
             f"{target:,.0f} qps ({reached / target:.0%})", remedy)
-
-
-# --- cold-start zone transfers (xfr-30k-zones, xfr-zone-sweep) -------------------------------
-
-@dataclass(frozen=True)
-class ColdStart:
-    """What a cold-start secondary did, from its raw files."""
-
-    zones: int
-    ports: int  # size of the secondary's ephemeral port range (read back)
-    total_time_s: float | None  # all zones served (None: not before the deadline)
-    connect_failures: int
-    first_connect_failure_s: float | None
-    tw_peak: float
-    open_rate_per_s: float  # peak new TCP connections per second (10 s window)
-    attempts_per_tw: float  # most connection attempts (opened + refused) in any 60 s
-
-    @property
-    def predicted_tw_peak(self) -> float:
-        """Connections closed within the last 60 s are all in TIME_WAIT: the most connection
-        attempts the secondary made in any 60 s window, never above the zone count."""
-        return min(float(self.zones), self.attempts_per_tw)
-
-    @property
-    def exhaustion_predicted(self) -> bool:
-        return self.predicted_tw_peak >= self.ports
-
-
-def port_range_size(text: str) -> int:
-    low, high = (int(v) for v in str(text).split())
-    return high - low + 1
-
-
-def cold_start(run: Run, cell: Cell) -> ColdStart:
-    node = run.node_with_role("secondary", cell)
-    zones = int(cell.figure("zones", optional=True) or cell.params.get("zones") or 0)
-    if zones <= 0:
-        raise LabError(f"{cell.rel('cell.json')} gives no zone count",
-                       hint="the procedure must record the figure 'zones'")
-    read_back = cell.sysctl(node, "net.ipv4.ip_local_port_range")
-    ports = (port_range_size(read_back) if read_back is not None
-             else int(cell.figure("port_range_size")))
-    events = cell.csv("xfr_events.csv", ("t", "event"))
-    fails = events[events["event"] == "connect_failed"]
-    done = cell.csv("zones_done.csv", ("t", "zones_served"))
-    served = done[done["zones_served"] >= zones]
-    mon = cell.monitor(node, ("t", "tcp_time_wait", "tcp_active_opens")).sort_values("t")
-    fail_times = np.sort(fails["t"].to_numpy(float))
-    attempts = mon[["t"]].copy()
-    attempts["n"] = (mon["tcp_active_opens"].to_numpy(float)
-                     + np.searchsorted(fail_times, mon["t"].to_numpy(float), side="right"))
-    return ColdStart(
-        zones=zones, ports=ports,
-        total_time_s=float(served["t"].min()) if not served.empty else None,
-        connect_failures=int(len(fails)),
-        first_connect_failure_s=float(fails["t"].min()) if not fails.empty else None,
-        tw_peak=float(mon["tcp_time_wait"].max()),
-        open_rate_per_s=peak_rate(mon["t"], mon["tcp_active_opens"], window_s=10.0),
-        attempts_per_tw=peak_growth(attempts["t"], attempts["n"], window_s=TIME_WAIT_S),
-    )
-
-
-def time_ports_used(run: Run, cell: Cell, ports: int) -> float | None:
-    """When the secondary's TCP active opens since cell start first reached `ports`."""
-    node = run.node_with_role("secondary", cell)
-    mon = cell.monitor(node, ("t", "tcp_active_opens")).sort_values("t")
-    opened = mon["tcp_active_opens"].to_numpy(float) - float(mon["tcp_active_opens"].iloc[0])
-    idx = np.nonzero(opened >= ports)[0]
-    if idx.size == 0:
-        return None
-    i = int(idx[0])
-    t = mon["t"].to_numpy(float)
-    if i == 0:
-        return float(t[0])
-    # linear interpolation between the two 1 Hz samples around the crossing
-    frac = (ports - opened[i - 1]) / max(opened[i] - opened[i - 1], 1e-9)
-    return float(t[i - 1] + frac * (t[i] - t[i - 1]))
-
-
-def tw_at(run: Run, cell: Cell, t: float) -> float:
-    """TIME_WAIT on the secondary at time t: the highest 1 Hz sample within one second either
-    side. In a cold start's first 60 s no socket leaves TIME_WAIT, so the count only grows and
-    this is the first sample after t: an upper bound. The sample before is no bound at all when
-    the range runs out between two samples (pdns at SCALE=ci: 0 at 3.0 s, all 250 ports at
-    4.0 s, the first failure at 3.19 s, after its 250 transfers), and failures at a TIME_WAIT
-    well below the range still show as such one sample later."""
-    node = run.node_with_role("secondary", cell)
-    mon = cell.monitor(node, ("t", "tcp_time_wait"))
-    near = mon[(mon["t"] >= t - 1.0) & (mon["t"] <= t + 1.0)]
-    if near.empty:
-        near = mon.iloc[(mon["t"] - t).abs().argsort()[:1]]
-    return float(near["tcp_time_wait"].max())

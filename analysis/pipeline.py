@@ -1,4 +1,6 @@
-"""One run's analysis end to end: verdicts, plots, summary.json, report, index entry.
+"""One run's analysis end to end: the finding's derive hook, verdicts, plots, summary.json,
+report, index entry. Nothing here names a finding or an experiment: the run's experiment
+file and its finding's package say which claims, plots and derived figures apply.
 
 Missing data never stops the analysis: a claim that needs a missing file gets status
 `error` with a one-line message, a plot without data is listed as not drawn, and all those
@@ -13,26 +15,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analysis import index, plots, report, stats
+from analysis import index, plots, report
 from analysis.rundata import load_run
 from analysis.verdicts import evaluate
+from dnslab import findings
 from dnslab.errors import LabError
 
 
 def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
     run = load_run(run_dir)
     derived_errors = []
-    if run.experiment.startswith("tcp-sysctl"):
+    found = findings.finding_of(run.experiment)
+    derived = found.module("derived") if found else None
+    if derived is not None and hasattr(derived, "derive"):
         try:
-            stats.write_stats(run)  # the claims quote its post hoc tests
+            derived.derive(run)  # figures the claims quote (e.g. F5's stats.json)
         except LabError as exc:
-            derived_errors.append(f"stats: {exc.message}")
+            derived_errors.append(f"derive ({found.id}): {exc.message}")
     verdicts, collect_errors = evaluate(run)
 
     report_dir = run.dir / "report"
     if report_dir.exists():
         shutil.rmtree(report_dir)  # the folder is the analysis' own output
-    rendered = [plots.render(spec, [run], report_dir) for spec in plots.plots_for(run)]
+    try:
+        specs = plots.plots_for(run)
+    except LabError as exc:
+        specs, derived_errors = [], [*derived_errors, exc.message]
+    rendered = [plots.render(spec, [run], report_dir) for spec in specs]
 
     errors: list[str] = [*derived_errors, *collect_errors]
     errors += [f"{v['claim_id']}: {v['detail']}" for v in verdicts if v["status"] == "error"]

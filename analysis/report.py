@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from analysis.claim import CALIBRATION, FINDINGS, STATUS_MEANING, STATUSES
+from analysis.claim import CALIBRATION, STATUS_MEANING, STATUSES, finding_titles
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
 
@@ -198,7 +198,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
         "calibrations": [v for v in verdicts if v.get("kind") == CALIBRATION],
         "status_meaning": STATUS_MEANING,
-        "findings": FINDINGS, "notes": notes, "plots": plot_items,
+        "findings": finding_titles(), "notes": notes, "plots": plot_items,
         "environment": _environment(run), "topology": _topology(run),
         "sysctls": _sysctl_table(run),
         "placement": _placement(run),

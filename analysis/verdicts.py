@@ -1,8 +1,10 @@
-"""Run the claim tests of `analysis/claims/` against one run with pytest and collect verdicts.
+"""Run the claim tests of a run's finding (`experiments/<finding>/claims.py`) with pytest and
+collect verdicts.
 
-`evaluate(run)` calls `pytest.main` on the claims package with a small plugin that
+`evaluate(run)` calls `pytest.main` on the claims module of the finding whose package holds
+the run's experiment, with a small plugin that
 - gives the tests the `run` (an `analysis.rundata.Run`) and `verdict` fixtures,
-- deselects claims whose `experiments` do not cover the run's experiment,
+- keeps the claims the experiment file's `claims:` list names, in that order of findings,
 - turns each test's outcome into one verdict dict:
   {claim_id, finding, kind, title, status, published, source, effect, tolerance,
    precondition, fails_when, measured, detail, note}.
@@ -13,7 +15,6 @@ that fails on partial data is "incomplete".
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,9 +30,9 @@ from analysis.claim import (
     Verdict,
 )
 from analysis.rundata import NotApplicable, Run
+from dnslab import findings
 from dnslab.errors import LabError
-
-CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
+from dnslab.experiment_spec import load_spec
 
 
 def _first_line(exc: BaseException) -> str:
@@ -43,8 +44,9 @@ def _first_line(exc: BaseException) -> str:
 class ClaimsPlugin:
     """pytest plugin: provides the fixtures and records one verdict per claim test."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, wanted: list[str]):
         self.the_run = run
+        self.wanted = set(wanted)
         self.verdicts: dict[str, dict[str, Any]] = {}
         self._records: dict[str, Verdict] = {}
         self.collect_errors: list[str] = []
@@ -68,7 +70,7 @@ class ClaimsPlugin:
             if spec is None:
                 self.collect_errors.append(f"{item.nodeid} is not a registered claim")
                 drop.append(item)
-            elif spec.covers(self.the_run.experiment):
+            elif spec.id in self.wanted:
                 keep.append(item)
             else:
                 drop.append(item)
@@ -125,21 +127,37 @@ class ClaimsPlugin:
         }
 
 
+def experiment_claims(experiment: str) -> list[str]:
+    """The `claims:` of the experiment file a run's experiment name stands for."""
+    base = findings.base_experiment(experiment)
+    return load_spec(base).claims if base else []
+
+
 def evaluate(run: Run) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run every claim covering `run`; return (verdicts in claim order, collection errors)."""
-    plugin = ClaimsPlugin(run)
+    """Run every claim the run's experiment file names; return (verdicts in claim order,
+    collection errors)."""
+    found = findings.finding_of(run.experiment)
+    claims_file = found.path / "claims.py" if found else None
+    if claims_file is None or not claims_file.is_file():
+        return [], []
+    wanted = experiment_claims(run.experiment)
+    plugin = ClaimsPlugin(run, wanted)
+    claims_dir = claims_file.parent
     args = [
-        str(CLAIMS_DIR),
+        str(claims_file),
         "-p", "no:terminal", "-p", "no:cacheprovider",
         "-p", "no:warnings", "--assert=plain",
         # /dev/null as ini: the repository's pytest settings (addopts, testpaths) do not apply
-        "-c", os.devnull, "-o", "python_files=f*_*.py", "-o", "python_functions=test_*",
-        "--rootdir", str(CLAIMS_DIR),
-        "--confcutdir", str(CLAIMS_DIR),
+        "-c", os.devnull, "-o", "python_files=claims.py", "-o", "python_functions=test_*",
+        "--rootdir", str(claims_dir),
+        "--confcutdir", str(claims_dir),
     ]
     code = pytest.main(args, plugins=[plugin])
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         plugin.collect_errors.append(f"pytest could not run the claims (exit code {int(code)})")
+    unknown = [c for c in wanted if c not in REGISTRY]
+    plugin.collect_errors += [f"experiment {run.experiment!r} names claim {c!r}, which "
+                              f"{claims_file} does not define" for c in unknown]
     verdicts = sorted(plugin.verdicts.values(), key=lambda v: _sort_key(v["claim_id"]))
     return verdicts, plugin.collect_errors
 

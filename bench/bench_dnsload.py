@@ -35,7 +35,7 @@ import typer
 
 from dnslab.errors import LabError
 from dnslab.paths import BIN, BUILD
-from experiments.procedures.kxdpgun import parse_kxdpgun
+from experiments.generators.kxdpgun import parse_kxdpgun
 
 DNSLOAD = BIN / "dnsload"
 NS_GEN, NS_SRV = "lt-gen", "lt-srv"

@@ -1,10 +1,10 @@
 """The experiment runner: read an experiment file, run its procedure cell by cell, keep everything.
 
-An experiment file (`experiments/<name>.yaml`) is short and declarative: the story in a top
-comment, the topology, the procedure (a Python function in `experiments/procedures/`), the
-parameters with their defaults, a `ci` scale that finishes in under two minutes, and the
-findings its analysis checks. Parameters are overridden as `KEY=VALUE` (`ZONES=10000`,
-`SECONDARY=knot`, `PROFILE=default,wide-ports`).
+An experiment file (`experiments/<finding>/<name>.yaml`, in its finding's package) is short and
+declarative: the story in a top comment, the claims and plots its analysis runs, the
+topology, the procedure (a function of a module in the same package), the parameters with
+their defaults, and a `ci` scale that finishes in under two minutes. Parameters are
+overridden as `KEY=VALUE` (`ZONES=10000`, `SECONDARY=knot`, `PROFILE=default,wide-ports`).
 
 Every run gets a folder `results/<exp>/<run-id>/` that is never reused, written only through
 the results contract (`dnslab.results`): `meta.json` (what ran, where, with which versions,
@@ -168,7 +168,7 @@ class Run:
         self.run_id = new_run_id()
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
             "description": spec.description,
-            "findings": spec.findings, "params": params, "scale": scale or "full",
+            "findings": [spec.finding.id], "params": params, "scale": scale or "full",
             "runtime": runtime, "topology": _topology_meta(self.topology),
             "kernel": platform.release(), "machine": {
                 "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
@@ -347,13 +347,14 @@ def _collect_logs(cell: Cell) -> None:
 
 
 def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
-    module_name, _, func = spec.procedure.rpartition(".")
+    func = spec.procedure.rpartition(".")[2]
     try:
-        module = importlib.import_module(f"experiments.procedures.{module_name}")
+        module = importlib.import_module(spec.procedure_module)
         return getattr(module, func)
     except (ImportError, AttributeError):
         raise LabError(f"{spec.path}: procedure {spec.procedure!r} not found",
-                       hint="procedures live in experiments/procedures/<module>.py") from None
+                       hint=f"a procedure is <module>.<function> of {spec.finding.path}/"
+                       "<module>.py") from None
 
 
 def run_experiment(name: str, args: list[str], command: list[str] | None = None) -> Run:

@@ -1,4 +1,4 @@
-"""Experiment files and their parameters: `experiments/<name>.yaml` read into an
+"""Experiment files and their parameters: `experiments/<finding>/<name>.yaml` read into an
 `ExperimentSpec`, `KEY=VALUE` overrides typed by the defaults they replace, a scale applied,
 and a resumed run's own parameters checked against what is asked now. The runner
 (dnslab/experiment.py) runs what these give it.
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from dnslab import paths
+from dnslab import findings
 from dnslab.errors import LabError
 from dnslab.results import read_meta
 
@@ -27,23 +27,30 @@ class ExperimentSpec:
     description: str
     topology: str
     procedure: str
-    findings: list[str]
+    finding: findings.Finding
+    claims: list[str]
+    plots: list[str]
     params: dict[str, Any]
     scales: dict[str, dict[str, Any]]
 
+    @property
+    def procedure_module(self) -> str:
+        """The procedure's module, within the finding's package (`xfr.cold_start` ->
+        `experiments.f3_xfr.xfr`)."""
+        return f"{self.finding.package}.{self.procedure.rpartition('.')[0]}"
+
 
 def known_experiments() -> list[str]:
-    return sorted(p.stem for p in paths.EXPERIMENTS.glob("*.yaml"))
+    return findings.known_experiments()
 
 
 def load_spec(name: str) -> ExperimentSpec:
     if not name:
         raise LabError("no experiment named", hint="EXP=<name>; known: "
                        + ", ".join(known_experiments()))
-    path = paths.EXPERIMENTS / f"{name}.yaml"
-    if not path.exists():
-        raise LabError(f"unknown experiment {name!r}",
-                       hint="known experiments: " + ", ".join(known_experiments()))
+    path = findings.experiment_file(name)
+    finding = findings.finding_of(name)
+    assert finding is not None  # experiment_file found it there
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.MarkedYAMLError as exc:
@@ -56,7 +63,8 @@ def load_spec(name: str) -> ExperimentSpec:
                        hint="see docs/architecture.md for the experiment file format")
     return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
                           topology=raw["topology"], procedure=raw["procedure"],
-                          findings=list(raw.get("findings", [])), params=raw["params"],
+                          finding=finding, claims=list(raw.get("claims") or []),
+                          plots=list(raw.get("plots") or []), params=raw["params"],
                           scales=raw.get("scales", {}))
 
 

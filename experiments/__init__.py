@@ -1,3 +1,4 @@
-"""Experiments: the declarative experiment files (`<name>.yaml`), the sysctl profiles
-(`profiles/`), the procedures that run them (`procedures/`), and the load protocols
-(`load`) and client-cache model (`cache_model`) they use."""
+"""Experiments: one package per published finding (`f<N>_<topic>/`: its experiment files,
+procedures, claims, plots, derived figures, fixtures and notes; found by `dnslab.findings`),
+the sysctl profiles they share (`profiles/`), the load generators they drive
+(`generators/`) and small helpers (`common.py`)."""

@@ -1,9 +1,12 @@
-"""Plot registry: each experiment family adds a module here with `@plot`-decorated draw functions.
+"""Plot registry: each finding's package has a `plots.py` of `@plot`-decorated draw functions.
 
 A draw function draws one run into one matplotlib Axes:
 
-    @plot("time_wait", title="TIME_WAIT sockets on the secondary", experiments=("xfr-*",))
+    @plot("time_wait", title="TIME_WAIT sockets on the secondary")
     def time_wait(run: Run, ax: Axes, notes: list[str]) -> None: ...
+
+Which plots a run gets is said by its experiment file (`plots: [time_wait, ...]`), as
+dns-shotgun's scenario names its charts; plot names are unique across findings.
 
 and raises `NotApplicable` when the run lacks what it shows (e.g. no monitor data). Data
 errors (`LabError`) become a one-line note instead of the plot; a data problem that still
@@ -15,19 +18,18 @@ axes per run, side by side).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from matplotlib.axes import Axes
 
 from analysis import style
 from analysis.rundata import NotApplicable, Run
+from dnslab import findings
 from dnslab.errors import LabError
+from dnslab.experiment_spec import load_spec
 
 DrawFn = Callable[[Run, Axes, list[str]], list[str] | None]
 
@@ -36,37 +38,51 @@ DrawFn = Callable[[Run, Axes, list[str]], list[str] | None]
 class PlotSpec:
     name: str
     title: str
-    experiments: tuple[str, ...]
     draw: DrawFn
     caption: str = ""
     y_from_zero: bool = True  # counts and times: the y axis starts at 0
-
-    def covers(self, experiment: str) -> bool:
-        return any(fnmatchcase(experiment, p) or fnmatchcase(experiment, p + "-*")
-                   for p in self.experiments)
 
 
 PLOTS: dict[str, PlotSpec] = {}
 
 
-def plot(name: str, *, title: str, experiments: tuple[str, ...], caption: str = "",
+def plot(name: str, *, title: str, caption: str = "",
          y_from_zero: bool = True) -> Callable[[DrawFn], DrawFn]:
     def decorate(func: DrawFn) -> DrawFn:
-        PLOTS[name] = PlotSpec(name=name, title=title, experiments=experiments, draw=func,
-                               caption=caption, y_from_zero=y_from_zero)
+        existing = PLOTS.get(name)
+        if existing is not None and existing.draw.__qualname__ != func.__qualname__:
+            raise ValueError(f"plot name {name!r} is registered twice")
+        PLOTS[name] = PlotSpec(name=name, title=title, draw=func, caption=caption,
+                               y_from_zero=y_from_zero)
         return func
 
     return decorate
 
 
 def load_all() -> dict[str, PlotSpec]:
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+    """Every finding package's plots."""
+    for found in findings.all_findings():
+        found.module("plots")
     return PLOTS
 
 
 def plots_for(run: Run) -> list[PlotSpec]:
-    return [spec for spec in load_all().values() if spec.covers(run.experiment)]
+    """The plots the run's experiment file names, in its order; a name no finding's plots.py
+    defines is a LabError (a typo in the experiment file)."""
+    names = experiment_plots(run.experiment)
+    registry = load_all()
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise LabError(f"experiment {run.experiment!r} names unknown plot(s) "
+                       f"{', '.join(unknown)}", hint="plots: " + ", ".join(sorted(registry)))
+    return [registry[n] for n in names]
+
+
+def experiment_plots(experiment: str) -> list[str]:
+    """The `plots:` of the experiment file a run's experiment name stands for (none when the
+    name is no experiment's)."""
+    base = findings.base_experiment(experiment)
+    return load_spec(base).plots if base else []
 
 
 @dataclass

@@ -17,7 +17,7 @@ import typer
 from dnslab import experiment as runner
 from dnslab import experiment_spec
 
-app = typer.Typer(help="Run experiments (experiments/<name>.yaml).", no_args_is_help=True)
+app = typer.Typer(help="Run experiments (experiments/<finding>/<name>.yaml).", no_args_is_help=True)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -43,4 +43,4 @@ def list_() -> None:
     """The known experiments with their one-line descriptions."""
     for name in experiment_spec.known_experiments():
         spec = experiment_spec.load_spec(name)
-        print(f"{name:<22} {', '.join(spec.findings):<8} {spec.description}")
+        print(f"{name:<22} {spec.finding.id:<8} {spec.description}")

@@ -106,7 +106,7 @@ def test_report_renders_in_headless_chromium(results: Path, tmp_path: Path) -> N
 def test_fallback_plots_order_cells_as_the_run_did_not_alphabetically() -> None:
     from types import SimpleNamespace
 
-    from analysis.plots.load import _in_run_order
+    from experiments.f1_tcp_fallback.plots import _in_run_order
 
     # cells come back from the run folder sorted by name (records=after... first)
     cells = sorted((SimpleNamespace(params={"server": s, "records": r, "tuning": t})

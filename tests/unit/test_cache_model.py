@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from experiments import cache_model as cm
+from experiments.f1_tcp_fallback import cache_model as cm
 
 
 def _brute_force(stream: np.ndarray, ttl_n: int, cache_size: int | None) -> int:

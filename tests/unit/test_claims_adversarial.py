@@ -17,12 +17,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis import synthetic
 from analysis.rundata import load_run
-from analysis.stats import write_stats
 from analysis.verdicts import evaluate
-from tests.fixtures import runs
+from experiments.f1_tcp_fallback import fixtures as f1_fx
+from experiments.f2_dnsdist import fixtures as f2_fx
+from experiments.f3_xfr import fixtures as f3_fx
+from experiments.f4_resolver_cache import fixtures as f4_fx
+from experiments.f5_tcp_sysctl import fixtures as f5_fx
+from experiments.f5_tcp_sysctl.derived import write_stats
 
-STAIR = {name: i for i, name in enumerate(runs.STAIR_COLUMNS)}
+STAIR = {name: i for i, name in enumerate(f1_fx.STAIR_COLUMNS)}
 
 
 def verdict(run_dir: Path, claim_id: str) -> dict[str, Any]:
@@ -40,17 +45,17 @@ def expect(run_dir: Path, claim_id: str, wanted: str) -> None:
 # --- F1 ---------------------------------------------------------------------------------------
 
 def f1_cells(after_rows: list[list[Any]] | None = None,
-             before_rows: list[list[Any]] | None = None) -> list[runs.CellData]:
-    cells = runs.seed_like_fallback_cells()
+             before_rows: list[list[Any]] | None = None) -> list[synthetic.CellData]:
+    cells = f1_fx.seed_like_fallback_cells()
     if before_rows is not None:
-        cells[0].csv["stair.csv"] = (runs.STAIR_COLUMNS, before_rows)
+        cells[0].csv["stair.csv"] = (f1_fx.STAIR_COLUMNS, before_rows)
     if after_rows is not None:
-        cells[1].csv["stair.csv"] = (runs.STAIR_COLUMNS, after_rows)
+        cells[1].csv["stair.csv"] = (f1_fx.STAIR_COLUMNS, after_rows)
     return cells
 
 
 def test_f1_capacity_drop_holds_on_the_seed_like_run(tmp_path: Path) -> None:
-    run = runs.fallback_run(tmp_path, runs.seed_like_fallback_cells())
+    run = f1_fx.fallback_run(tmp_path, f1_fx.seed_like_fallback_cells())
     expect(run, "F1.capacity-drop", "reproduced")
 
 
@@ -58,61 +63,61 @@ def test_f1_capacity_drop_before_stair_ended_by_the_generator(tmp_path: Path) ->
     """The before stair's first failing steps failed only because the generator could not
     offer the rate (on 2 shared cores): its 'capacity' is the generator's, the ratio says
     nothing about the server, although the separately measured ceiling is far above."""
-    rows = runs.stair_rows(8000)
+    rows = f1_fx.stair_rows(8000)
     for row in rows:
         if not row[STAIR["passed"]]:
             row[STAIR["offered_qps"]] = 0.8 * row[STAIR["target_qps"]]
             row[STAIR["answered_qps"]] = row[STAIR["offered_qps"]]
             row[STAIR["max_ms"]] = 300.0
             row[STAIR["reasons"]] = "offered below 95% of target"
-    run = runs.fallback_run(tmp_path, f1_cells(before_rows=rows))
+    run = f1_fx.fallback_run(tmp_path, f1_cells(before_rows=rows))
     expect(run, "F1.capacity-drop", "not_applicable")
 
 
 def test_f1_latency_grows_blank_overflow_count_is_not_a_crash(tmp_path: Path) -> None:
     blank = {float(r): "" for r in np.arange(2000, 12001, 200)}
-    after = runs.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)},
+    after = f1_fx.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)},
                             overflows=blank)  # type: ignore[arg-type]
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=after))
     expect(run, "F1.latency-grows", "not_applicable")
 
 
 def test_f1_tcp_share_empty_stair_is_a_named_data_error(tmp_path: Path) -> None:
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=[]))
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=[]))
     v = verdict(run, "F1.tcp-share")
     assert v["status"] == "error" and "stair.csv" in v["detail"], v["detail"]
 
 
 def test_f1_capacity_drop_empty_stair_is_not_a_verdict(tmp_path: Path) -> None:
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=[]))
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=[]))
     assert verdict(run, "F1.capacity-drop")["status"] in ("not_applicable", "error")
 
 
 def test_f1_single_step_stair_is_not_applicable(tmp_path: Path) -> None:
     """One step that passed: capacity = top step, no resolution: must not be judged."""
-    one = runs.stair_rows(4000, start=4000, stop=4000)
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=one))
+    one = f1_fx.stair_rows(4000, start=4000, stop=4000)
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=one))
     for claim_id in ("F1.capacity-drop", "F1.tuning-helps"):
         assert verdict(run, claim_id)["status"] == "not_applicable", claim_id
 
 
 def test_f1_latency_grows_syn_drops_are_not_answer_latency(tmp_path: Path) -> None:
-    after = runs.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)})
+    after = f1_fx.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)})
     for row in after:
         row[STAIR["listen_drops"]] = 16
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=after))
     expect(run, "F1.latency-grows", "not_applicable")
 
 
 def test_f1_tcp_share_blank_is_not_a_verdict(tmp_path: Path) -> None:
-    after = runs.stair_rows(4000, tcp_share="")  # type: ignore[arg-type]
-    run = runs.fallback_run(tmp_path, f1_cells(after_rows=after))
+    after = f1_fx.stair_rows(4000, tcp_share="")  # type: ignore[arg-type]
+    run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=after))
     v = verdict(run, "F1.tcp-share")
     assert v["status"] == "error" and "tcp_share" in v["detail"], (v["status"], v["detail"])
 
 
 def test_f1_load_claims_do_not_cover_the_cache_experiment(tmp_path: Path) -> None:
-    run = runs.write_run(tmp_path, "tcp-fallback-cache", [runs.CellData(
+    run = synthetic.write_run(tmp_path, "tcp-fallback-cache", [synthetic.CellData(
         {"distribution": "uniform"}, {"cache_size": 1000, "onset_records": 1050,
                                       "max_amplification": 75.0})])
     verdicts, errors = evaluate(load_run(run))
@@ -123,44 +128,45 @@ def test_f1_load_claims_do_not_cover_the_cache_experiment(tmp_path: Path) -> Non
 # --- F2 ---------------------------------------------------------------------------------------
 
 def test_f2_qps_gain_eight_listeners_on_two_cores_is_not_applicable(tmp_path: Path) -> None:
-    run = runs.dnsdist_run(tmp_path, untuned=220000, tuned=230000, cpus=2)
+    run = f2_fx.dnsdist_run(tmp_path, untuned=220000, tuned=230000, cpus=2)
     expect(run, "F2.qps-gain", "not_applicable")
 
 
 def test_f2_qps_gain_no_scaling_on_a_big_machine_is_not_reproduced(tmp_path: Path) -> None:
-    run = runs.dnsdist_run(tmp_path, untuned=220000, tuned=230000, cpus=16)
+    run = f2_fx.dnsdist_run(tmp_path, untuned=220000, tuned=230000, cpus=16)
     expect(run, "F2.qps-gain", "not_reproduced")
 
 
 def test_f2_qps_gain_zero_untuned_qps_is_not_a_crash(tmp_path: Path) -> None:
-    run = runs.dnsdist_run(tmp_path, untuned=0, tuned=430000, cpus=16)
+    run = f2_fx.dnsdist_run(tmp_path, untuned=0, tuned=430000, cpus=16)
     expect(run, "F2.qps-gain", "not_applicable")
 
 
 def test_f2_failures_drop_with_less_load_is_not_a_pass(tmp_path: Path) -> None:
-    run = runs.dnsdist_run(tmp_path, untuned=220000, tuned=150000, untuned_fail=100.0,
+    run = f2_fx.dnsdist_run(tmp_path, untuned=220000, tuned=150000, untuned_fail=100.0,
                            tuned_fail=0.0, cpus=16)
     expect(run, "F2.failures-drop", "not_applicable")
 
 
 # --- F3 ---------------------------------------------------------------------------------------
 
-def xfr_run(root: Path, default: runs.CellData | None = None,
-            wide: runs.CellData | None = None, capped: runs.CellData | None = None) -> Path:
-    std = runs.standard_30k_cells()
-    return runs.xfr_30k(root, [default or std[0], wide or std[1], capped or std[2]])
+def xfr_run(root: Path, default: synthetic.CellData | None = None,
+            wide: synthetic.CellData | None = None,
+            capped: synthetic.CellData | None = None) -> Path:
+    std = f3_fx.standard_30k_cells()
+    return f3_fx.xfr_30k(root, [default or std[0], wide or std[1], capped or std[2]])
 
 
 def test_f3_run_too_short_to_exhaust_is_not_applicable(tmp_path: Path) -> None:
     """2 zones/s for 40 s opens ~80 connections: 100 ports cannot be exhausted in this run,
     yet 2/s x 60 s = 120 >= 100 makes the claims judge it."""
-    run = xfr_run(tmp_path, default=runs.xfr_cell("default", 100, rate=2.0, seed=1))
+    run = xfr_run(tmp_path, default=f3_fx.xfr_cell("default", 100, rate=2.0, seed=1))
     got = {c: verdict(run, c)["status"] for c in
            ("F3.default.tw-ceiling", "F3.default.connect-failures", "F3.default.failure-time")}
     assert set(got.values()) == {"not_applicable"}, got
 
 
-def burst_then_slow_default(zones: int = 1000, ports: int = 500) -> runs.CellData:
+def burst_then_slow_default(zones: int = 1000, ports: int = 500) -> synthetic.CellData:
     """30 transfers/s for 10 s, then 2/s: never more than 400 connections opened within any
     60 s, so TIME_WAIT cannot reach 500 ports; the 10 s peak rate x 60 s says 1,800."""
     mon, done = [], []
@@ -170,16 +176,16 @@ def burst_then_slow_default(zones: int = 1000, ports: int = 500) -> runs.CellDat
                            if t >= 60 else 0)
         mon.append([t, 5.0, 52000, 0, 0, 1000 + opened, 3, 0, 0, 0, 2, recent, 0, recent + 6])
         done.append([t, opened])
-    return runs.CellData(
+    return synthetic.CellData(
         params={"profile": "default"}, figures={"zones": zones, "port_range_size": ports},
-        csv={"monitor/sec.csv": (runs.MONITOR_COLUMNS, mon),
+        csv={"monitor/sec.csv": (synthetic.MONITOR_COLUMNS, mon),
              "zones_done.csv": (["t", "zones_served"], done),
              "xfr_events.csv": (["t", "event", "zone"], [[0.0, "transfer_ok", "z0."]])},
-        sysctls={"sec": runs.port_sysctls(ports), "pri": runs.port_sysctls(28231)})
+        sysctls={"sec": f3_fx.port_sysctls(ports), "pri": f3_fx.port_sysctls(28231)})
 
 
 def burst_between_samples(tw_next_sample: int, zones: int = 1000,
-                          ports: int = 250) -> runs.CellData:
+                          ports: int = 250) -> synthetic.CellData:
     """The range runs out between two 1 Hz samples (pdns at SCALE=ci on clab, 2026-11-24):
     TIME_WAIT 0 at 3 s, `tw_next_sample` at 4 s; the first failures at 3.19 s."""
     mon, done, events = [], [], []
@@ -189,12 +195,12 @@ def burst_between_samples(tw_next_sample: int, zones: int = 1000,
         done.append([t, min(tw, zones)])
     events += [[3.15, "transfer_ok", f"z{i}."] for i in range(tw_next_sample)]
     events += [[3.19, "connect_failed", f"z{i}."] for i in range(tw_next_sample, zones)]
-    return runs.CellData(
+    return synthetic.CellData(
         params={"profile": "default"}, figures={"zones": zones, "port_range_size": ports},
-        csv={"monitor/sec.csv": (runs.MONITOR_COLUMNS, mon),
+        csv={"monitor/sec.csv": (synthetic.MONITOR_COLUMNS, mon),
              "zones_done.csv": (["t", "zones_served"], done),
              "xfr_events.csv": (["t", "event", "zone"], events)},
-        sysctls={"sec": runs.port_sysctls(ports), "pri": runs.port_sysctls(28231)})
+        sysctls={"sec": f3_fx.port_sysctls(ports), "pri": f3_fx.port_sysctls(28231)})
 
 
 def test_f3_ports_used_up_between_two_samples_still_count_as_the_ceiling(tmp_path: Path) -> None:
@@ -218,12 +224,12 @@ def test_f3_start_up_burst_is_not_a_sustained_rate(tmp_path: Path) -> None:
 
 
 def test_f3_wide_ports_that_did_no_work_is_not_a_pass(tmp_path: Path) -> None:
-    run = xfr_run(tmp_path, wide=runs.xfr_cell("wide-ports", 300, rate=0.5, seed=2))
+    run = xfr_run(tmp_path, wide=f3_fx.xfr_cell("wide-ports", 300, rate=0.5, seed=2))
     expect(run, "F3.wide-ports.no-failures", "not_applicable")
 
 
 def test_f3_tw_buckets_pass_from_a_wider_range_is_not_a_pass(tmp_path: Path) -> None:
-    cell = runs.xfr_cell("tw-buckets-50", 300, tw_cap=None, seed=3)
+    cell = f3_fx.xfr_cell("tw-buckets-50", 300, tw_cap=None, seed=3)
     cell.requested = {"sec": {**cell.sysctls["sec"], "net.ipv4.tcp_max_tw_buckets": "50"},
                       "pri": cell.sysctls["pri"]}
     run = xfr_run(tmp_path, capped=cell)
@@ -231,7 +237,7 @@ def test_f3_tw_buckets_pass_from_a_wider_range_is_not_a_pass(tmp_path: Path) -> 
 
 
 def test_f3_tw_capped_fails_when_the_cap_did_not_take(tmp_path: Path) -> None:
-    cell = runs.xfr_cell("tw-buckets-50", 100, tw_cap=None, seed=3)
+    cell = f3_fx.xfr_cell("tw-buckets-50", 100, tw_cap=None, seed=3)
     cell.requested = {"sec": {**cell.sysctls["sec"], "net.ipv4.tcp_max_tw_buckets": "50"},
                       "pri": cell.sysctls["pri"]}
     run = xfr_run(tmp_path, capped=cell)
@@ -239,57 +245,57 @@ def test_f3_tw_capped_fails_when_the_cap_did_not_take(tmp_path: Path) -> None:
 
 
 def test_f3_default_holds_against_a_kernel_without_time_wait(tmp_path: Path) -> None:
-    run = xfr_run(tmp_path, default=runs.xfr_cell("default", 100, tw_lifetime=5.0, seed=1))
+    run = xfr_run(tmp_path, default=f3_fx.xfr_cell("default", 100, tw_lifetime=5.0, seed=1))
     expect(run, "F3.default.tw-ceiling", "not_reproduced")
 
 
 def test_f3_tld_nan_repetition_is_not_a_pass(tmp_path: Path) -> None:
-    run = runs.write_run(tmp_path, "xfr-tld", runs.timed_cells(
+    run = f3_fx.write_xfr_run(tmp_path, "xfr-tld", f3_fx.timed_cells(
         {"bind": [26.5, float("nan"), 26.4, 26.6]}))
     expect(run, "F3.tld.repeatable", "not_reproduced")
 
 
 def test_f3_tld_timer_coarser_than_the_band_is_not_applicable(tmp_path: Path) -> None:
-    run = runs.write_run(tmp_path, "xfr-tld", runs.timed_cells(
+    run = f3_fx.write_xfr_run(tmp_path, "xfr-tld", f3_fx.timed_cells(
         {"bind": [26.0, 26.0, 26.0, 26.0]}, error_s=1.0))
     expect(run, "F3.tld.repeatable", "not_applicable")
 
 
 def test_f3_smallest_unknown_error_is_not_applicable(tmp_path: Path) -> None:
-    cells = runs.timed_cells({"knot": [0.02, -0.03, 0.01]}, records=2)
+    cells = f3_fx.timed_cells({"knot": [0.02, -0.03, 0.01]}, records=2)
     del cells[0].figures["error_s"]
-    run = runs.write_run(tmp_path, "xfr-smallest", cells)
+    run = f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells)
     expect(run, "F3.smallest.delay", "not_applicable")
 
 
 def test_f3_sweep_all_stalled_is_not_a_pass(tmp_path: Path) -> None:
-    run = runs.write_run(tmp_path, "xfr-zone-sweep",
-                         runs.sweep_cells({50: None, 100: None, 200: None, 400: None}))
+    run = f3_fx.write_xfr_run(tmp_path, "xfr-zone-sweep",
+                         f3_fx.sweep_cells({50: None, 100: None, 200: None, 400: None}))
     expect(run, "F3.sweep.nonlinear", "not_applicable")
 
 
 # --- F4 ---------------------------------------------------------------------------------------
 
 def test_f4_warm_scales_flat_beyond_the_seeds_q_is_still_reproduced(tmp_path: Path) -> None:
-    qps = {**runs.SEED_F4, ("cold", 400): 560, ("warm", 400): 1720}
-    run = runs.resolver_run(tmp_path, qps)
+    qps = {**f4_fx.SEED_F4, ("cold", 400): 560, ("warm", 400): 1720}
+    run = f4_fx.resolver_run(tmp_path, qps)
     expect(run, "F4.warm-scales-with-q", "reproduced")
 
 
 def test_f4_zero_cold_qps_is_not_a_crash(tmp_path: Path) -> None:
-    qps = {**runs.SEED_F4, ("cold", 100): 0}
-    run = runs.resolver_run(tmp_path, qps)
+    qps = {**f4_fx.SEED_F4, ("cold", 100): 0}
+    run = f4_fx.resolver_run(tmp_path, qps)
     expect(run, "F4.warm-over-cold", "not_applicable")
 
 
 def test_f4_warm_scales_without_a_warm_cache_is_not_a_pass(tmp_path: Path) -> None:
-    cells = [runs.resolver_ceiling(50000)]
+    cells = [f4_fx.resolver_ceiling(50000)]
     for cache in ("cold", "warm"):
         for q in (100, 200, 300):
-            cells.append(runs.CellData({"cache": cache, "outstanding": q}, {
+            cells.append(synthetic.CellData({"cache": cache, "outstanding": q}, {
                 "qps": q / 0.3 * 0.9, "sent": 10000, "lost": 50, "rcode_SERVFAIL": 100,
                 "avg_latency_ms": 300.0}))
-    run = runs.write_run(tmp_path, "resolver-cache", cells, params={"names": 10000})
+    run = synthetic.write_run(tmp_path, "resolver-cache", cells, params={"names": 10000})
     expect(run, "F4.warm-over-cold", "not_reproduced")  # this claim sees it
     expect(run, "F4.warm-scales-with-q", "not_applicable")
 
@@ -300,7 +306,7 @@ def test_f4_warm_scales_on_medians_alone_is_not_a_pass(tmp_path: Path) -> None:
     trials = {("warm", 100): [1204, 800, 1700, 1100, 1500],
               ("warm", 200): [1463, 900, 1750, 1300, 1600],
               ("warm", 300): [1710, 1000, 1800, 1500, 1650]}
-    run = runs.resolver_run(tmp_path, runs.SEED_F4, trials=trials)
+    run = f4_fx.resolver_run(tmp_path, f4_fx.SEED_F4, trials=trials)
     expect(run, "F4.warm-scales-with-q", "not_reproduced")
 
 
@@ -308,12 +314,12 @@ def test_f4_warm_scales_with_separated_trials_is_reproduced(tmp_path: Path) -> N
     trials = {("warm", 100): [1190, 1204, 1215, 1199, 1210],
               ("warm", 200): [1450, 1463, 1470, 1458, 1466],
               ("warm", 300): [1700, 1710, 1722, 1705, 1715]}
-    run = runs.resolver_run(tmp_path, runs.SEED_F4, trials=trials)
+    run = f4_fx.resolver_run(tmp_path, f4_fx.SEED_F4, trials=trials)
     expect(run, "F4.warm-scales-with-q", "reproduced")
 
 
 def test_f4_warm_over_cold_holds_on_the_seed(tmp_path: Path) -> None:
-    run = runs.resolver_run(tmp_path, runs.SEED_F4)
+    run = f4_fx.resolver_run(tmp_path, f4_fx.SEED_F4)
     expect(run, "F4.warm-over-cold", "reproduced")
 
 
@@ -323,14 +329,14 @@ AUTH_DEFAULT = {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_over
 
 
 def test_f5_tso_more_qps_slightly_more_latency_is_not_a_pass(tmp_path: Path) -> None:
-    run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.10},
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.10},
                               latency_gain={"tso-win-divisor-1": 1.02}, trials=10)
     expect(run, "F5.tso-win-divisor", "not_reproduced")
 
 
 def test_f5_abort_control_already_aborting_is_not_applicable(tmp_path: Path) -> None:
     aborting = {"auth": {**AUTH_DEFAULT, "net.ipv4.tcp_abort_on_overflow": "1"}}
-    run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08},
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08},
                               node_sysctls={"default": aborting, "diiner": aborting})
     expect(run, "F5.abort-on-overflow", "not_applicable")
 
@@ -338,13 +344,13 @@ def test_f5_abort_control_already_aborting_is_not_applicable(tmp_path: Path) -> 
 def test_f5_abort_set_on_the_client_only_is_not_applicable(tmp_path: Path) -> None:
     client_only = {"auth": AUTH_DEFAULT,
                    "client": {"net.ipv4.tcp_abort_on_overflow": "1"}}
-    run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08},
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08},
                               node_sysctls={"diiner": client_only})
     expect(run, "F5.abort-on-overflow", "not_applicable")
 
 
 def test_f5_unknown_offered_rate_is_not_taken_as_saturated(tmp_path: Path) -> None:
-    run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 0.85}, capped=True)
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 0.85}, capped=True)
     for trials in run.glob("cells/*/trials.csv"):
         frame = pd.read_csv(trials)
         frame["target_qps"] = np.nan
@@ -356,18 +362,18 @@ def test_f5_abort_profile_that_answers_the_whole_load_is_not_applicable(tmp_path
                                                                        ) -> None:
     """The default answers 96 % of the offered rate, abort_on_overflow all of it: "+4 %" is
     the load's cap, a lower bound, not the setting's gain."""
-    run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08}, answered_share=0.96, trials=20)
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08}, answered_share=0.96, trials=20)
     expect(run, "F5.abort-on-overflow", "not_applicable")
 
 
 def test_f5_tso_that_answers_the_whole_load_is_still_judged_not_slower(tmp_path: Path) -> None:
-    run = runs.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.08}, answered_share=0.96,
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.08}, answered_share=0.96,
                               trials=20)
     expect(run, "F5.tso-win-divisor", "not_reproduced")
 
 
 def test_f5_abort_holds_on_a_seed_like_run(tmp_path: Path) -> None:
-    run = runs.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08})
+    run = f5_fx.tcp_sysctl_run(tmp_path, gain={"diiner": 1.08})
     expect(run, "F5.abort-on-overflow", "reproduced")
 
 
@@ -382,7 +388,7 @@ def test_f5_verdicts_and_statistics_pool_a_profiles_rounds(tmp_path: Path, gain,
     pool a profile's rounds and come out as with one cell per profile."""
     stats = []
     for per_round in (False, True):
-        run = runs.tcp_sysctl_run(tmp_path / f"per_round_{per_round}", gain=gain, trials=10,
+        run = f5_fx.tcp_sysctl_run(tmp_path / f"per_round_{per_round}", gain=gain, trials=10,
                                   per_round=per_round)
         expect(run, claim_id, wanted)
         stats.append(write_stats(load_run(run)))

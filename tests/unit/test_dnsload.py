@@ -11,7 +11,8 @@ import pytest
 
 from dnslab.errors import LabError
 from dnslab.paths import BIN
-from experiments import dnsload, stairs
+from experiments.f1_tcp_fallback import stairs
+from experiments.generators import dnsload
 from tests.fixtures import stair_protocols as protocols
 
 DNSLOAD = BIN / "dnsload"

@@ -9,8 +9,14 @@ import pytest
 import zones
 from dnslab import topology
 from dnslab.errors import LabError
-from experiments import cache_model, responses, stair_recorder, stairs
-from experiments.procedures import fallback, fallback_cache
+from experiments.f1_tcp_fallback import (
+    cache_model,
+    fallback,
+    fallback_cache,
+    responses,
+    stair_recorder,
+    stairs,
+)
 from zones import queries
 
 
@@ -135,7 +141,7 @@ def test_cache_curve_figures_find_the_onset_above_the_cache_size() -> None:
 
 
 def test_function_test_bumps_the_soa_serial():
-    from experiments.zone_changes import _bump_serial
+    from experiments.f1_tcp_fallback.zone_changes import _bump_serial
 
     text = "$ORIGIN epc.test.\n$TTL 300\n@ SOA ns01 hostmaster 2024010101 3600 900 1209600 300\n"
     bumped, serial = _bump_serial(text)

@@ -11,8 +11,8 @@ import pytest
 from bench import bench_ceilings
 from dnslab.counters import mean_cores, mean_cpu
 from dnslab.errors import LabError
-from experiments.procedures.kxdpgun import parse_kxdpgun
-from experiments.stair_recorder import step_note
+from experiments.f1_tcp_fallback.stair_recorder import step_note
+from experiments.generators.kxdpgun import parse_kxdpgun
 
 KXDPGUN = """using interface eth1, XDP threads 1, UDP, native mode
 thread#00: sent 100010, received 98192

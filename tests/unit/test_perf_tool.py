@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from experiments.procedures import perf
+from experiments.generators import perf
 
 
 class LocalLab:

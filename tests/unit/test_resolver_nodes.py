@@ -10,7 +10,7 @@ import yaml
 
 from dnslab import topology
 from dnslab.errors import LabError
-from experiments.procedures.resolver import TIERS, ResolverNodes, dead_addresses
+from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, dead_addresses
 
 RESOLVER_LAB = Path(__file__).resolve().parents[2] / "topologies" / "resolver.clab.yml"
 
@@ -63,7 +63,7 @@ def test_too_many_dead_addresses_is_one_line(tmp_path):
 
 def test_the_broken_tier_serves_its_zones_without_their_data(tmp_path, monkeypatch):
     from dnslab import paths
-    from experiments.procedures import resolver
+    from experiments.f4_resolver_cache import resolver
 
     monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
     topo = topology.load("resolver")
@@ -96,7 +96,7 @@ def test_a_node_meant_to_fail_is_healthy_when_it_fails():
 
 def test_the_generator_sits_apart_from_the_resolver_and_its_internet(tmp_path, monkeypatch):
     from dnslab import cpus, paths
-    from experiments.procedures import resolver
+    from experiments.f4_resolver_cache import resolver
 
     monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
     topo = topology.load("resolver")
@@ -114,7 +114,7 @@ def test_the_generator_sits_apart_from_the_resolver_and_its_internet(tmp_path, m
 
 
 def test_the_ceiling_is_the_median_pass_per_q_and_loops_apart():
-    from experiments.procedures.resolver import ceiling_figures
+    from experiments.f4_resolver_cache.resolver import ceiling_figures
 
     rows = [{"outstanding": q, "mode": mode, "qps": qps} for q, mode, qps in (
         (100, "pass", 40000), (100, "pass", 44000), (100, "pass", 30000),
@@ -164,7 +164,7 @@ def test_unbound_counts_the_failures_it_holds_and_the_queries_in_progress():
 
 
 def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache(monkeypatch):
-    from experiments.procedures import resolver
+    from experiments.f4_resolver_cache import resolver
 
     seen = iter([{"in_progress": 2, "failures_cached": 5},
                  {"in_progress": 0, "failures_cached": 1},

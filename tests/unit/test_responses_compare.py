@@ -1,5 +1,6 @@
 """A real answer against the modelled full answer: record by record, and re-encoded with full
-name compression (experiments.responses.compare_with_model, zones.model.record_difference)."""
+name compression (experiments.f1_tcp_fallback.responses.compare_with_model,
+zones.model.record_difference)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dns.rdatatype
 import dns.rrset
 import dns.zone
 
-from experiments.responses import compare_with_model
+from experiments.f1_tcp_fallback.responses import compare_with_model
 from zones import model
 
 ZONE = """

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from dnslab.errors import LabError
-from experiments import dnsload, stairs
+from experiments.f1_tcp_fallback import stairs
+from experiments.generators import dnsload
 from tests.fixtures import stair_protocols as protocols
 
 TC_FRACTION = 0.3
@@ -255,7 +256,7 @@ class _Phases:
 
 
 def test_the_stair_descends_when_no_coarse_step_passes() -> None:
-    from experiments.stair_recorder import coarse_and_fine
+    from experiments.f1_tcp_fallback.stair_recorder import coarse_and_fine
 
     params = {"stop_after_failures": 2, "step_s": 10, "fine_step_s": 0, "fine_share": 0.05,
               "warmup_s": 0, "max_error_rate": 0.001, "max_tat_ms": 1000, "tat_stat": "max",

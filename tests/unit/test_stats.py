@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis import stats
+from experiments.f5_tcp_sysctl import derived as f5_derived
 
 
 def trials(means: dict[str, float], n: int, sd: float, seed: int) -> pd.DataFrame:
@@ -99,7 +100,7 @@ Connection Statistics:
 
 
 def test_dnsperf_totals_keep_query_latency_not_connection_latency():
-    from experiments.procedures.perf import parse_dnsperf
+    from experiments.generators.perf import parse_dnsperf
 
     result = parse_dnsperf(DNSPERF_TCP)
     assert (result.sent, result.completed, result.lost) == (67463, 67460, 3)
@@ -114,14 +115,14 @@ def test_dnsperf_totals_keep_query_latency_not_connection_latency():
 
 def test_dnsperf_without_statistics_is_a_lab_error():
     from dnslab.errors import LabError
-    from experiments.procedures.perf import parse_dnsperf
+    from experiments.generators.perf import parse_dnsperf
 
     with pytest.raises(LabError):
         parse_dnsperf("Error: could not open queries.txt\n")
 
 
 def test_resperf_plot_rows():
-    from experiments.procedures.perf import parse_resperf_plot
+    from experiments.generators.perf import parse_resperf_plot
 
     rows = parse_resperf_plot("# time target_qps ...\n0.5 100 98 97 0 0.001 0 0\n"
                               "1.0 200 199 190 1 0.002 0 0\n")
@@ -130,7 +131,7 @@ def test_resperf_plot_rows():
 
 
 def test_f2_tolerance_depends_on_the_cores_left_to_the_front_end():
-    from experiments.procedures.dnsdist import min_tuned_ratio
+    from experiments.f2_dnsdist.dnsdist import min_tuned_ratio
 
     # one server core (a 2-core host, the generator on the other): "not slower"
     assert min_tuned_ratio(server_cores=1) == 0.9
@@ -164,11 +165,11 @@ def _tcp_sysctl_run(root, cells):
 def test_histogram_percentile_is_the_upper_edge_of_the_bin_holding_it(tmp_path):
     path = tmp_path / "h.csv"
     path.write_text("upper_s,count\n0.001,50\n0.002,40\n0.01,9\ninf,1\n")
-    assert stats.histogram_percentile(path, 50) == pytest.approx(1.0)
-    assert stats.histogram_percentile(path, 90) == pytest.approx(2.0)
-    assert stats.histogram_percentile(path, 99) == pytest.approx(10.0)
+    assert f5_derived.histogram_percentile(path, 50) == pytest.approx(1.0)
+    assert f5_derived.histogram_percentile(path, 90) == pytest.approx(2.0)
+    assert f5_derived.histogram_percentile(path, 99) == pytest.approx(10.0)
     path.write_text("upper_s,count\n0.001,0\n")
-    assert stats.histogram_percentile(path, 99) is None
+    assert f5_derived.histogram_percentile(path, 99) is None
 
 
 def test_tcp_sysctl_stats_cover_latency_percentiles_and_lost_queries(tmp_path):
@@ -177,9 +178,9 @@ def test_tcp_sysctl_stats_cover_latency_percentiles_and_lost_queries(tmp_path):
     hist = [(0.001, 90), (0.004, 10)]
     run = _tcp_sysctl_run(tmp_path, {"default": ([1000, 1010, 990, 1005, 995], hist),
                                      "x": ([1500, 1490, 1510, 1505, 1495], hist)})
-    frame = stats.read_trials(run)
+    frame = f5_derived.read_trials(run)
     assert frame["p99_latency_ms"].tolist() == [pytest.approx(4.0)] * 10
-    out = stats.write_stats(run)
+    out = f5_derived.write_stats(run)
     assert out["control"] == "default"
     assert "x" in out["l100"]["qps"]["differs"]
     assert "p99_latency_ms" in out["l100"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dnslab.errors import LabError
-from experiments.dnsload import serving, stop_serve
+from experiments.generators.dnsload import serving, stop_serve
 
 RESPONDER = """
 import signal, sys, time
@@ -73,7 +73,8 @@ def _serve_script(tmp_path, monkeypatch, code: str) -> None:
     # directory holding a script named "serve", that argv is the script's own command line
     (tmp_path / "serve").write_text(code)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("experiments.dnsload.ensure_dnsload", lambda: Path(sys.executable))
+    monkeypatch.setattr("experiments.generators.dnsload.ensure_dnsload",
+                        lambda: Path(sys.executable))
 
 
 def test_serving_keeps_the_ready_line_and_the_totals(tmp_path, monkeypatch):

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import yaml
 
+from dnslab import findings
 from dnslab.cpus import Placement
 from dnslab.render import ZoneRef
-from experiments.procedures.tcp_sysctl import (
+from experiments.f5_tcp_sysctl.tcp_sysctl import (
     SATURATED_SHARE,
     _data,
     open_loop_outstanding,
@@ -44,7 +45,7 @@ def _lab_data(params: dict, server_sysctls: dict[str, str]):
 
 
 def test_generator_gets_the_wide_port_range_the_experiment_file_sets():
-    spec = yaml.safe_load(Path("experiments/tcp-sysctl.yaml").read_text())
+    spec = yaml.safe_load(findings.experiment_file("tcp-sysctl").read_text())
     data = _lab_data(spec["params"], {"net.ipv4.tcp_abort_on_overflow": "1"})
     assert data.sysctls["client"] == {"net.ipv4.ip_local_port_range": "1024 65535",
                                       "net.ipv4.tcp_max_tw_buckets": "1000"}
@@ -83,7 +84,7 @@ def test_a_trial_that_answered_nothing_is_not_read_as_saturation_evidence():
 
 
 def test_the_warning_uses_the_claims_own_saturation_share():
-    import analysis.claims.f5_tcp_sysctl  # noqa: F401  (registers the F5 claims)
+    import experiments.f5_tcp_sysctl.claims  # noqa: F401  (registers the F5 claims)
     from analysis.claim import REGISTRY
 
     limits = [c.limits["max_share"] for c in REGISTRY.values()

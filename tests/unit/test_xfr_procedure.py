@@ -7,7 +7,8 @@ import pytest
 
 from dnslab import cpus
 from dnslab.errors import LabError
-from experiments.port_range import (
+from experiments.f3_xfr import xfr
+from experiments.f3_xfr.port_range import (
     MIN_AUTO_PORTS,
     SEED_PORT_RANGE,
     auto_port_range,
@@ -15,8 +16,7 @@ from experiments.port_range import (
     transfer_rate,
     tw_cap,
 )
-from experiments.procedures import xfr
-from experiments.procedures.xfr_single import (
+from experiments.f3_xfr.xfr_single import (
     transfer_log_error,
     transfer_log_time,
     transfer_placement,

@@ -1,0 +1,90 @@
+"""F1 synthetic runs: stairs per server, record set and tuning, generator-ceiling cells and
+answer sizes, shaped like the seed (or not) by their parameters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from analysis.synthetic import CellData, write_run
+
+STAIR_COLUMNS = ["step", "target_qps", "offered_qps", "answered_qps", "passed", "max_ms",
+                 "p99_ms", "tcp_share", "listen_overflows", "reasons", "udp_rcvbuf_errors",
+                 "udp_in_errors", "listen_drops", "client_syn_retrans", "req_q_full_drops"]
+
+
+def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
+               worst_ms: dict[float, float] | None = None, tcp_share: float = 0.23,
+               overflows: dict[float, int] | None = None,
+               syn_retrans: dict[float, int] | None = None,
+               stop: float | None = None) -> list[list[Any]]:
+    """A stair from `start` in `step`s that passes up to `capacity` and ends after two
+    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity."""
+    rows = []
+    rate, fails, n = start, 0, 1
+    while fails < 2 and (stop is None or rate <= stop):
+        passed = rate <= capacity
+        worst = (worst_ms or {}).get(rate, 50 + 600 * rate / capacity if passed else 1500.0)
+        rows.append([n, rate, rate, rate * (1 if passed else 0.97), int(passed),
+                     round(worst, 1), round(worst / 3, 1), tcp_share,
+                     (overflows or {}).get(rate, 0), "" if passed else "max TAT", 0, 0, 0,
+                     (syn_retrans or {}).get(rate, 0), 0])
+        fails = 0 if passed else fails + 1
+        rate += step
+        n += 1
+    return rows
+
+
+def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
+                  ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
+                  **stair: Any) -> CellData:
+    figs = dict(figures or {})
+    if ceiling is not None:
+        figs["generator_ceiling_qps"] = ceiling
+    return CellData({"server": server, "records": records, "tuning": tuning}, figs,
+                    csv={"stair.csv": (STAIR_COLUMNS, stair_rows(capacity, **stair))})
+
+
+def ceiling_cell(records: str, capacity: float) -> CellData:
+    """tcp-fallback's `server=ceiling` cell: the generator against `dnsload serve` on the
+    run's placement, a stair that breaks at the generator's ceiling."""
+    return CellData({"server": "ceiling", "records": records, "responder": "dnsload serve"},
+                    {}, csv={"stair.csv": (STAIR_COLUMNS, stair_rows(
+                        capacity, start=capacity / 4, step=capacity / 40))})
+
+
+def answer_sizes(sent: int, extra: int, full: int = 23069, full_extra: int = 230
+                 ) -> dict[str, Any]:
+    return {"tac_tcp_size": sent, "tac_tcp_additional": extra + 1, "tac_model_size": full,
+            "tac_model_additional": full_extra + 1, "tac_tcp_answer": 93, "tac_model_answer": 93}
+
+
+FALLBACK_SEED_SERVERS = yaml.safe_load(
+    (Path(__file__).resolve().parent / "tcp-fallback.yaml").read_text()
+)["params"]["seed_servers"]
+
+
+def fallback_run(root: Path, cells: list[CellData], **kwargs: Any) -> Path:
+    return write_run(root, "tcp-fallback", cells,
+                     params={"servers": sorted({str(c.params["server"]) for c in cells}),
+                             "seed_servers": FALLBACK_SEED_SERVERS, "truncating": 0.30},
+                     topology={"name": "mobile", "file": "mobile.clab.yml", "nodes": {}},
+                     **kwargs)
+
+
+def seed_like_fallback_cells(before: float = 8000, after: float = 4000, tuned: float = 6000,
+                             **kwargs: Any) -> list[CellData]:
+    """BIND 9.16 as the seed's BIND: capacity halves, tuning gives 1.5x, latency grows."""
+    after_worst = {r: 3241.0 for r in np.arange(2000, 10001, 200)}
+    return [
+        fallback_cell("bind916", "before", "untuned", before, **kwargs),
+        fallback_cell("bind916", "after", "untuned", after, worst_ms=after_worst,
+                      figures=answer_sizes(23069, 230), tcp_share=0.228, **kwargs),
+        fallback_cell("bind916", "after", "tuned", tuned, **kwargs),
+    ]
+
+

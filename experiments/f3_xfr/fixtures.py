@@ -1,0 +1,129 @@
+"""F3 synthetic runs: a tiny simulation of a cold-start secondary (transfers open one TCP
+connection each, closed connections stay `tw_lifetime` seconds in TIME_WAIT, a connect fails
+when every ephemeral port is in TIME_WAIT, `tcp_max_tw_buckets` drops TIME_WAIT sockets beyond
+the cap), shrunk to 150 zones and 100 ports, and the single-transfer and sweep cells.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.synthetic import MONITOR_COLUMNS, CellData, write_run
+
+XFR_TOPOLOGY = {"name": "xfr", "file": "xfr.clab.yml",
+                "nodes": {"pri": {"role": "primary", "server": "bind", "address": "198.18.0.11"},
+                          "sec": {"role": "secondary", "server": "bind",
+                                  "address": "198.18.0.12"}}}
+
+
+def write_xfr_run(root: Path, experiment: str, cells: list[CellData], **kwargs: Any) -> Path:
+    """A run of an xfr experiment, with the xfr lab's primary and secondary."""
+    kwargs.setdefault("topology", XFR_TOPOLOGY)
+    return write_run(root, experiment, cells, **kwargs)
+
+
+def simulate_xfr(zones: int, ports: int, tw_cap: int | None, rate: float, deadline: float,
+                 retry_s: float, seed: int, tw_lifetime: float = 60.0) -> dict[str, Any]:
+    """Per-transfer simulation at 0.05 s steps; returns events, monitor rows, zones_done rows."""
+    rng = np.random.default_rng(seed)
+    dt = 0.05
+    pending = list(range(zones))
+    retry_at: dict[int, float] = {}
+    tw: list[float] = []  # expiry times of sockets in TIME_WAIT
+    events: list[list[Any]] = []
+    opens = served = 0
+    credit = 0.0
+    mon_rows: list[list[Any]] = []
+    done_rows: list[list[Any]] = []
+    t = 0.0
+    finished_at: float | None = None
+    next_sample = 0.0
+    while t <= deadline + 1e-9:
+        tw = [e for e in tw if e > t]
+        credit += rate * dt * float(rng.uniform(0.8, 1.2))
+        ready = [z for z in pending if retry_at.get(z, 0.0) <= t]
+        while credit >= 1.0 and ready:
+            credit -= 1.0
+            zone = ready.pop(0)
+            if len(tw) >= ports:
+                events.append([round(t, 2), "connect_failed", f"z{zone}."])
+                retry_at[zone] = t + retry_s
+                continue
+            opens += 1
+            pending.remove(zone)
+            served += 1
+            events.append([round(t, 2), "transfer_ok", f"z{zone}."])
+            if tw_cap is None or len(tw) < tw_cap:
+                tw.append(t + tw_lifetime)
+            if served == zones and finished_at is None:
+                finished_at = round(t, 2)
+        credit = min(credit, 2.0)
+        if t >= next_sample - 1e-9:
+            sec = int(round(next_sample))
+            estab = 2 if pending else 0
+            mon_rows.append([sec, 5.0, 52000 + served * 12, 0, 0, 1000 + opens, 3, 0, 0,
+                             opens // 40, estab, len(tw), 0, len(tw) + estab + 4])
+            done_rows.append([sec, served])
+            next_sample += 1.0
+        if finished_at is not None and t > finished_at + 2:
+            break
+        t += dt
+    return {"events": events, "monitor": mon_rows, "done": done_rows}
+
+
+def port_sysctls(ports: int, tw_buckets: int = 262144) -> dict[str, str]:
+    return {"net.ipv4.ip_local_port_range": f"{60999 - ports + 1} 60999",
+            "net.ipv4.tcp_max_tw_buckets": str(tw_buckets)}
+
+
+def xfr_cell(profile: str, ports: int, *, tw_cap: int | None = None, seed: int = 1,
+             sim_ports: int | None = None, tw_lifetime: float = 60.0, zones: int = 150,
+             rate: float = 10.0, extra: dict[str, Any] | None = None) -> CellData:
+    """A cold-start cell; `sim_ports` (default `ports`) is the range the simulated kernel
+    really had, `ports` the range read back (they differ only to fake a broken lab)."""
+    sim = simulate_xfr(zones=zones, ports=sim_ports or ports, tw_cap=tw_cap, rate=rate,
+                       deadline=40.0, retry_s=15.0, seed=seed, tw_lifetime=tw_lifetime)
+    return CellData(
+        params={"profile": profile, **(extra or {})},
+        figures={"zones": zones, "port_range_size": ports},
+        csv={"monitor/sec.csv": (MONITOR_COLUMNS, sim["monitor"]),
+             "zones_done.csv": (["t", "zones_served"], sim["done"]),
+             "xfr_events.csv": (["t", "event", "zone"], sim["events"])},
+        sysctls={"sec": port_sysctls(ports, tw_cap or 262144), "pri": port_sysctls(28231)})
+
+
+def xfr_30k(root: Path, cells: list[CellData], **kwargs: Any) -> Path:
+    return write_xfr_run(root, "xfr-30k-zones", cells,
+                     params={"zones": 150, "deadline_s": 40, "secondary": "bind"}, **kwargs)
+
+
+STANDARD_30K = [("default", 100, None, 1), ("wide-ports", 300, None, 2),
+                ("tw-buckets-50", 100, 50, 3)]
+
+
+def standard_30k_cells() -> list[CellData]:
+    return [xfr_cell(p, ports, tw_cap=cap, seed=seed) for p, ports, cap, seed in STANDARD_30K]
+
+
+def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float = 0.03,
+                records: int = 140000, timing_source: str | None = "transfer-log",
+                ) -> list[CellData]:
+    cells = []
+    for secondary, delays in delays_by_secondary.items():
+        figures: dict[str, Any] = {"records": records, "repetitions": len(delays),
+                                   "delays_s": delays, "error_s": error_s}
+        if timing_source:
+            figures["timing_source"] = timing_source
+        cells.append(CellData({"secondary": secondary}, figures))
+    return cells
+
+
+def sweep_cells(totals: dict[int, float | None], ports: int = 100) -> list[CellData]:
+    return [CellData({"profile": "default", "zones": z},
+                     {"zones": z, "port_range_size": ports, "total_time_s": t})
+            for z, t in totals.items()]
+
+

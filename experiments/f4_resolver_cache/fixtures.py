@@ -1,0 +1,43 @@
+"""F4 synthetic runs: cold and warm passes at several -q, beside dnsperf's ceiling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from analysis.synthetic import CellData, write_run
+
+
+def resolver_ceiling(generator_max: float, qs: tuple[int, ...] = (100, 200, 300)) -> CellData:
+    """resolver-cache's `phase=ceiling` cell: dnsperf's one-pass ceiling `generator_max` at
+    every -q (against the canned responder)."""
+    return CellData({"phase": "ceiling", "responder": "dnsload serve", "outstanding": list(qs)},
+                    {f"ceiling_qps_q{q}": generator_max for q in qs})
+
+
+def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_ms: float = 300,
+                 tail: float = 0.015, sent: int = 10000, generator_cpu: float | None = None,
+                 trials: dict[tuple[str, int], list[float]] | None = None,
+                 generator_max: float | None = 1e6, **kwargs: Any) -> Path:
+    """A resolver-cache run with one cell per (cache, -q) answering `qps`; `generator_max`:
+    dnsperf's ceiling at every -q in the run's `phase=ceiling` cell (None: no ceiling cell,
+    as in runs before it existed)."""
+    cells = []
+    if generator_max is not None:
+        cells.append(resolver_ceiling(generator_max, tuple(sorted({q for _, q in qps}))))
+    for (cache, q), value in qps.items():
+        bad = round(tail * sent)
+        figures: dict[str, Any] = {
+            "qps": value, "sent": sent, "lost": bad // 3, "rcode_SERVFAIL": bad - bad // 3,
+            "avg_latency_ms": cold_latency_ms if cache == "cold" else 40.0}
+        if generator_cpu is not None:
+            figures["generator_cpu_pct"] = generator_cpu
+        if trials and (cache, q) in trials:
+            figures["qps_trials"] = trials[(cache, q)]
+        cells.append(CellData({"cache": cache, "outstanding": q}, figures))
+    return write_run(root, "resolver-cache", cells, params={"names": 10000}, **kwargs)
+
+
+SEED_F4 = {("cold", 100): 290, ("warm", 100): 1204, ("cold", 200): 630, ("warm", 200): 1463,
+           ("cold", 300): 563, ("warm", 300): 1710}
+

@@ -1,0 +1,80 @@
+"""F4 plots: resolver qps cold vs warm by outstanding queries, with dnsperf's ceiling, and
+the resperf ramps."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from analysis import style
+from analysis.plots import plot
+from analysis.rundata import NotApplicable, Run
+from dnslab.errors import LabError
+
+
+def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, series: str,
+                 ylabel: str) -> None:
+    """Bars of `figure`, one cluster per value of param `group`, one bar per `series` value."""
+    cells = [c for c in run.cells if group in c.params and series in c.params]
+    if not cells:
+        raise NotApplicable(f"no cells with params {group} and {series}")
+    groups = sorted({c.params[group] for c in cells}, key=str)
+    names = sorted({c.params[series] for c in cells}, key=str)
+    width = 0.8 / len(names)
+    colours = style.colors_for([str(name) for name in names])
+    for j, name in enumerate(names):
+        xs, ys = [], []
+        for i, g in enumerate(groups):
+            for cell in cells:
+                if cell.params[group] == g and cell.params[series] == name:
+                    try:
+                        ys.append(float(cell.figure(figure)))
+                        xs.append(i + (j - (len(names) - 1) / 2) * width)
+                    except (LabError, TypeError) as exc:
+                        notes.append(f"{cell.label}: {getattr(exc, 'message', exc)}")
+        bars = ax.bar(xs, ys, width=width * 0.95, label=f"{series}={name}",
+                      color=colours[j])
+        ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=8.5, color=style.MUTED)
+    ax.set_xticks(np.arange(len(groups)), [f"{group}={g}" for g in groups])
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="best", fontsize=9)
+
+
+@plot("resperf_ramp", title="resperf ramp: responses vs offered rate, cold and warm cache",
+      caption="resperf raises the query rate steadily; where responses stop following the "
+              "offered rate is the resolver's capacity.")
+def resperf_ramp(run: Run, ax: Axes, notes: list[str]) -> None:
+    cells = run.cells_where(tool="resperf")
+    if not cells:
+        raise NotApplicable("no resperf ramp cells in this run")
+    colours = style.colors_for([str(c.params.get("cache")) for c in cells])
+    for cell, colour in zip(cells, colours, strict=True):
+        ramp = cell.csv("resperf.csv", ("target_qps", "responses_per_s"))
+        ax.plot(ramp["target_qps"], ramp["responses_per_s"],
+                color=colour,
+                label=f"cache {cell.params.get('cache')}")
+    top = max(ax.get_xlim()[1], 1.0)
+    ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED)
+    ax.set_xlabel("offered rate (queries/s)")
+    ax.set_ylabel("responses (per s)")
+    ax.legend(loc="best", fontsize=9)
+
+
+@plot("cache_qps", title="Resolver qps, cold vs warm cache, by outstanding queries (-q)",
+      caption="Dashed: dnsperf's own ceiling for the same pass at that -q (against a canned "
+              "responder, in this run); a bar near it measured the generator.")
+def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
+    grouped_bars(run, ax, notes, "qps", "outstanding", "cache", "dnsperf throughput (queries/s)")
+    ceilings = run.cells_where(phase="ceiling")
+    if not ceilings:
+        notes.append("no generator ceiling in this run")
+        return
+    # the clusters in grouped_bars' order
+    groups = sorted({c.params["outstanding"] for c in run.cells if "cache" in c.params
+                     and "outstanding" in c.params}, key=str)
+    for i, q in enumerate(groups):
+        value = ceilings[0].figure(f"ceiling_qps_q{q}", optional=True)
+        if value is not None:
+            ax.hlines(float(value), i - 0.45, i + 0.45, linestyles="--", color=style.MUTED,
+                      label="dnsperf's ceiling" if i == 0 else None)
+    ax.legend(loc="best", fontsize=9)

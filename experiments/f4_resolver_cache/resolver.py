@@ -1,0 +1,488 @@
+"""F4 (seed 003): a caching Unbound in front of an emulated internet, cold vs warm cache.
+
+Lab `resolver`: `root` (NSD, the lab root zone), `tld` (NSD, the TLD zones), `sld` (NSD,
+the second-level zones), `sld-slow`, `sld-dead` and `sld-broken` (NSD, the `slow_pct` %,
+`dead_pct` % and `broken_pct` % of second-level zones that make the tail real traffic has),
+`resolver` (Unbound configured as in
+the seed, scaled to this host's cores) and `client` (dnsperf, resperf). The zones come from
+the `internet` generator with the delegations pointing at exactly these nodes (and
+`nxdomain_pct` % of the name list asking for names that do not exist); Unbound's root hints
+name only `root`. NSD's response rate limiting is off on all of them (a resolver is one
+source address).
+
+The seed's upstream was the internet, tens of milliseconds away: `wan` gives each
+authoritative node a delay, jitter and loss on its link (dnslab.wan, applied to what the node
+sends, so a round trip to it takes that much longer; read back into meta.json per cell).
+`sld-dead`'s link loses everything (its names time out: SERVFAIL or lost queries).
+`sld-broken` answers, but SERVFAIL: its zones are configured without their data (the zone
+file is absent, as on a secondary whose zone expired), so its names fail after the round
+trips the resolver spends retrying them, every time they are asked (a resolver keeps a
+failure only seconds). That is the seed's warm tail: 1.0-1.6 % of names answered SERVFAIL
+after up to ~4.9 s, holding dnsperf's outstanding-query slots, so that more `-q` gave more qps.
+
+Placement (`Run.placement`): the client (dnsperf, resperf) on the generator's CPUs (the
+last core), the resolver and the emulated internet's servers on the others (SHARE_CORES=1:
+every node on every core, said in the run); Unbound's num-threads is the number of the
+resolver's CPUs unless `cores` says otherwise. Recorded in meta.json and in every cell.
+
+First, unless `ceiling: false`, `phase=ceiling`: the generator's own ceiling for exactly the
+cells' dnsperf command (one pass over the list at each `-q`; with `warm_s` > 0 also the warm
+cells' loop of that many seconds), `ceiling_trials` times, against `dnsload serve` (a canned
+responder) in the resolver's namespace on the resolver's CPUs, every DNS daemon held. Figures
+`ceiling_qps_q<q>` (median answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also
+`ceiling_loop_qps_q<q>`; `ceiling.csv` one row per pass; `dnsload/serve.jsonl` the
+responder's counts. dnsperf's own CPU share is no evidence of its limit: it busy-waits
+(99 % of a core while a pass waits seconds on a few slow names), so a pass is
+generator-limited when its qps is near this ceiling, not when dnsperf's CPU is high.
+
+Then, in this order for each `-q` in `outstanding` (each cell a fresh lab):
+- `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
+  driver's `flush`: every cache and the request list, over its unix control socket), then
+  one dnsperf pass over the `names`-name list (`-n 1 -q <q>`, as in the seed);
+- `cache=warm,outstanding=<q>`: `trials` times: flush, one pass to fill the cache (its
+  figures are kept as `warmup_*`), the wait until the resolver holds none of that pass's
+  failures (`settle`: Unbound answers a failed name from its cache for 5 s; at most
+  `settle_max_s`), then the measured run, the same one pass as cold (or, with `warm_s` > 0,
+  dnsperf looping over the list for that many seconds).
+Then, when `resperf` is on, `ramp=resperf,cache=cold` and `ramp=resperf,cache=warm`:
+resperf's ramp (`-m resperf_max_qps -r resperf_ramp_s`) against a flushed resolver and
+against one warmed by a pass over the whole list. The cold ramp reads the list once (no
+`-R`), so every query is for a name not yet asked and its ceiling is capped to what the list
+can feed (`resperf_max_qps_used`).
+
+Files per cell: `trials.csv` (one row per trial: `trial` and the figures below),
+`dnsperf-<trial>.txt` (raw; warm cells also `dnsperf-warmup-<trial>.txt`), `flush.txt`
+(the flush commands' output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
+resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
+`resperf.csv` (columns `time_s`, `target_qps`, `actual_qps`, `responses_per_s`,
+`failures_per_s`, `avg_latency_s`, `connections_per_s`, `conn_latency_s`).
+`cell.json` figures (dnsperf cells; the median over the trials, `qps_trials` each):
+`qps`, `sent`, `completed`, `lost`, `run_time_s`,
+`avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
+`generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
+`warmup_run_time_s`, and from the wait: `failures_cached_after_fill`,
+`in_progress_after_fill`, `settle_s`, `failures_cached_at_start` (the warm resperf cell
+too). resperf cells: `max_throughput_qps`, `lost_at_max`,
+`peak_responses_per_s`, `latency_at_peak_s`, `resperf_max_qps_used`, `plot_rows`.
+Every cell: `leak_datagrams` (UDP datagrams the resolver sent that no lab node received:
+0 when nothing left the lab), `outside_lab_packets` (an iptables OUTPUT counter in the
+resolver's namespace on every destination outside 198.18.0.0/24 and loopback), `routes`
+(the resolver namespace's routing table: only the lab LAN).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import zones
+from dnslab import cpus, paths
+from dnslab.counters import read_series, tables_in
+from dnslab.errors import LabError
+from dnslab.experiment import Cell, Run
+from dnslab.lab import Lab
+from dnslab.nsenter import run_in
+from dnslab.render import LabData, ZoneRef
+from dnslab.servers import Driver, driver
+from dnslab.topology import LAN, Topology, spare_addresses
+from dnslab.wait import WaitTimeout, wait_until
+from experiments.generators import perf
+from experiments.generators.dnsload import ensure_dnsload, serving
+
+# where an authoritative node sits in the emulated internet: its `dnslab.tier` label
+TIERS = ("root", "tld", "sld", "sld-slow", "sld-dead", "sld-broken")
+TAIL_TIERS = {"slow_pct": "sld-slow", "dead_pct": "sld-dead", "broken_pct": "sld-broken"}
+# where the broken tier's zone files are said to be: nowhere (a folder never created)
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class ResolverNodes:
+    """The lab's nodes by role and label: the resolver under test, the client (dnsperf,
+    resperf) and the emulated internet's authoritative servers by tier."""
+
+    resolver: str
+    client: str
+    tiers: dict[str, str]  # tier -> node
+
+    @property
+    def auth(self) -> list[str]:
+        return list(self.tiers.values())
+
+    @classmethod
+    def of(cls, topo: Topology) -> ResolverNodes:
+        tiers = {str(n.label("tier")): n.name for n in topo.nodes_where(role="primary")
+                 if n.label("tier")}
+        missing = [t for t in TIERS if t not in tiers]
+        if missing:
+            raise LabError(f"topology {topo.name!r} has no node labelled dnslab.tier="
+                           f"{', '.join(missing)}",
+                           hint="label each authoritative node of the emulated internet with "
+                           f"its tier ({', '.join(TIERS)}), as topologies/resolver.clab.yml does")
+        return cls(resolver=topo.one("resolver").name, client=topo.one("client").name,
+                   tiers={t: tiers[t] for t in TIERS})
+
+
+def dead_addresses(params: dict[str, Any], topo: Topology, nodes: ResolverNodes) -> list[str]:
+    """The dead tier's name-server addresses: its node's own and `dead_addresses` - 1 spare
+    LAN addresses it is given as well. On the internet each dead domain has name servers of
+    its own, and a resolver learns each one's death separately (Unbound's infra cache keeps
+    a timeout count per address); behind one shared address the first few timeouts would
+    block it for all of them, and every later dead name would get an instant SERVFAIL."""
+    own = str(topo.node(nodes.tiers["sld-dead"]).address)
+    extra = max(0, int(params.get("dead_addresses") or 1) - 1)
+    return [own, *(str(a) for a in spare_addresses(topo, extra))]
+
+
+def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
+             ) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
+    """The emulated internet for this lab's addresses, and which node serves which zones."""
+    addr = {tier: str(topo.node(node).address) for tier, node in nodes.tiers.items()}
+    dead = dead_addresses(params, topo, nodes)
+    tail = {key: float(params.get(key, 0)) for key in (*TAIL_TIERS, "nxdomain_pct")}
+    zone_set = zones.ensure("internet", {
+        "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
+        "sld_servers": [addr["sld"]], "tlds": params["tlds"], "slds": params["slds"],
+        "names": max(params["names"], params["resperf_names"]),
+        **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
+        **({"dead_servers": dead} if tail["dead_pct"] else {}),
+        **({"broken_servers": [addr["sld-broken"]]} if tail["broken_pct"] else {}),
+        **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
+    node_of = {a: nodes.tiers[tier] for tier, a in addr.items()} | {
+        a: nodes.tiers["sld-dead"] for a in dead}
+    per_node: dict[str, list[ZoneRef]] = {n: [] for n in nodes.auth}
+    broken = nodes.tiers["sld-broken"]
+    for zone in zone_set.zones:
+        servers = zone.servers or [addr[zone.role or "sld"]]
+        node = node_of.get(servers[0], nodes.tiers[zone.role or "sld"])
+        path = zone_set.path / ABSENT / zone.path.name if node == broken else zone.path
+        per_node[node].append(ZoneRef(zone.fqdn, path, on_secondaries=False))
+    return zone_set, {n: z for n, z in per_node.items() if z}
+
+
+def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
+    """(the dnsperf list: the `names` most popular names; the resperf list: all of them)."""
+    popular = zone_set.file("popular_names")
+    lines = popular.read_text().splitlines(keepends=True)
+    if len(lines) < run.params["names"]:
+        raise LabError(f"the name list has {len(lines)} names, fewer than NAMES",
+                       hint="raise SLDS (5 names per second-level zone at most)")
+    out = run.path / "queries"
+    out.mkdir(exist_ok=True)
+    dnsperf_list = out / f"popular-{run.params['names']}.txt"
+    dnsperf_list.write_text("".join(lines[: run.params["names"]]))
+    return dnsperf_list, popular
+
+
+def add_dead_addresses(lab: Lab, nodes: ResolverNodes, addresses: list[str]) -> None:
+    """Put the dead tier's extra addresses on its node's eth1 (gone with the node), and pin
+    every dead address to that node's MAC in the resolver's neighbour table: a link that
+    loses everything also loses ARP replies under netem, and a query that never leaves the
+    resolver would not reach the node (nor be counted by the leak check)."""
+    dead = nodes.tiers["sld-dead"]
+    hint = "the resolver lab needs iproute2 and nsenter on the host (make setup)"
+    for address in addresses[1:]:
+        run_in(lab.netns(dead), ["ip", "addr", "add", f"{address}/{LAN.prefixlen}", "dev",
+                                 "eth1"], hint=hint)
+    shown = run_in(lab.netns(dead), ["ip", "-j", "link", "show", "dev", "eth1"], hint=hint)
+    link = json.loads(shown.stdout)[0]["address"]
+    for address in addresses:
+        run_in(lab.netns(nodes.resolver), ["ip", "neigh", "replace", address, "lladdr", link,
+                                          "dev", "eth1", "nud", "permanent"], hint=hint)
+
+
+def flush(lab: Lab, cell: Cell, node: str) -> None:
+    """Empty the resolver's caches with its control command (no network involved)."""
+    (cell.path / "flush.txt").write_text(node_driver(lab, node).flush(lab, node))
+
+
+def node_driver(lab: Lab, node: str) -> Driver:
+    return driver(lab.state.nodes[node].server)
+
+
+# --- no-leak evidence --------------------------------------------------------------------
+
+def _udp_counters(lab: Lab, node: str) -> dict[str, int]:
+    return tables_in(lab.netns(node)).get("Udp", {})
+
+
+def _received(counters: dict[str, int]) -> int:
+    # a datagram dropped on a full socket buffer or sent to a closed port still arrived
+    return counters.get("InDatagrams", 0) + counters.get("InErrors", 0) + counters.get(
+        "NoPorts", 0)
+
+
+class LeakCheck:
+    """Three pieces of evidence that the resolver sends nothing outside the lab: its routing
+    table, an iptables counter on non-lab destinations in its namespace, and UDP accounting
+    (datagrams it sent minus datagrams the client and the lab's servers received)."""
+
+    def __init__(self, lab: Lab, nodes: ResolverNodes):
+        self.lab, self.nodes = lab, nodes
+        try:
+            lab.run(nodes.resolver, ["iptables", "-w", "-I", "OUTPUT", "1", "!", "-o", "lo", "!",
+                                 "-d", str(LAN), "-m", "comment", "--comment", "dnslab-leak"])
+        except LabError as exc:
+            raise LabError("the resolver node cannot count packets leaving the lab: "
+                           + exc.message,
+                           hint="the leak check needs iptables: sudo apt-get install -y "
+                           "iptables (or: make setup); on clab rebuild the resolver's image "
+                           "(make images)") from exc
+        self.before = self._quiet()
+
+    def _quiet(self, timeout: float = 30.0) -> dict[str, dict[str, int]]:
+        """Counters of every node, read when nothing moved for 0.3 s: a datagram in flight
+        while they are read would be counted on one side only."""
+        nodes = (self.nodes.resolver, self.nodes.client, *self.nodes.auth)
+        last: dict[str, dict[str, int]] | None = None
+
+        def unchanged() -> dict[str, dict[str, int]] | None:
+            nonlocal last
+            now = {n: _udp_counters(self.lab, n) for n in nodes}
+            quiet, last = now == last, now
+            return now if quiet else None
+
+        return wait_until(unchanged, timeout, "the lab to go quiet to read its UDP counters",
+                          interval=0.3, hint="is something else sending inside the lab?")
+
+    def finish(self, cell: Cell) -> dict[str, Any]:
+        lab, resolver = self.lab, self.nodes.resolver
+        after = self._quiet()
+        sent = after[resolver]["OutDatagrams"] - self.before[resolver]["OutDatagrams"]
+        received = sum(_received(after[n]) - _received(self.before[n])
+                       for n in (self.nodes.client, *self.nodes.auth))
+        rules = lab.run(resolver, ["iptables", "-w", "-nvxL", "OUTPUT"]).stdout
+        match = re.search(r"^\s*(\d+)\s+\d+\s+.*dnslab-leak", rules, re.M)
+        routes = lab.run(resolver, ["ip", "-4", "route", "show"]).stdout.strip().splitlines()
+        evidence = {"resolver_out_datagrams": sent, "lab_received_datagrams": received,
+                    "leak_datagrams": sent - received,
+                    "outside_lab_packets": int(match.group(1)) if match else None,
+                    "routes": routes, "iptables": rules}
+        (cell.path / "leak.json").write_text(json.dumps(evidence, indent=1))
+        return {k: evidence[k] for k in ("leak_datagrams", "outside_lab_packets", "routes",
+                                         "resolver_out_datagrams")}
+
+
+# --- the experiment --------------------------------------------------------------------------
+
+def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
+              per_node: dict[str, list[ZoneRef]], cores: int, zone_dir: Path,
+              placement: cpus.Placement | None = None) -> LabData:
+    wan = {node: spec for node, spec in (params.get("wan") or {}).items() if node in per_node}
+    cpu_sets = ({nodes.client: placement.generator,
+                 **{n: placement.server for n in (nodes.resolver, *nodes.auth)}}
+                if placement else {})
+    resolver = driver(topo.node(nodes.resolver).server)
+    # authoritative servers answer the resolver at any rate
+    options = {n: driver(topo.node(n).server).no_rate_limit_options() for n in nodes.auth}
+    options[nodes.tiers["sld-broken"]]["health_rcodes"] = ["SERVFAIL"]  # works when it fails
+    options[nodes.resolver] = resolver.resolver_options(
+        cores, params.get(f"{resolver.kind}_options", {}))
+    return LabData(
+        zones=[], health_zone=per_node[nodes.tiers["tld"]][0].name, node_zones=per_node,
+        node_options=options, sysctls={}, extra_binds=[zone_dir], wan=wan, cpu_sets=cpu_sets)
+
+
+def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:
+    """Authoritative nodes with no zone to serve in this run (no tail): not started."""
+    return [n for n in nodes.auth if n not in per_node]
+
+
+def _cpu(cell: Cell, node: str) -> float | None:
+    """The resolver's mean CPU while it worked (the samples above 1 %)."""
+    series = read_series(cell.path / "monitor" / f"{node}.csv", "cpu_pct")
+    return series.mean_above(1) if series else None
+
+
+def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name: str,
+          params: dict[str, Any], duration_s: float = 0, responder: bool = False
+          ) -> dict[str, Any]:
+    """One dnsperf pass over the list, or `duration_s` seconds looping over it, against the
+    resolver (or, `responder`, against the canned responder at the resolver's address)."""
+    result = perf.dnsperf(lab, nodes.client, lab.address(nodes.resolver), qfile,
+                          cell.path / name,
+                          runs=None if duration_s else 1, duration_s=duration_s or None,
+                          outstanding=q, timeout_s=params["timeout_s"])
+    if not responder and not lab.alive(nodes.resolver):
+        raise LabError("the resolver exited under load",
+                       hint=f"its log: {lab.log(nodes.resolver)}")
+    row = result.row()
+    keep = ("qps", "sent", "completed", "lost", "run_time_s", "avg_latency_ms",
+            "max_latency_ms", "rcode_NOERROR", "rcode_SERVFAIL", "rcode_NXDOMAIN",
+            "generator_cpu_pct")
+    return {k: row[k] for k in keep}
+
+
+def settle(lab: Lab, node: str, timeout_s: float) -> dict[str, Any]:
+    """After the pass that filled the cache: wait until the resolver holds none of that
+    pass's failures (Unbound answers a name that failed from its cache for 5 s, then resolves
+    it again). The seed's warm run came long after its cold run, so each failing name failed
+    afresh, after its round trips, and held a dnsperf slot that long; a measured pass begun
+    within those seconds would see some failures at once and some not, depending on timing.
+    Returns the evidence: the failures cached and queries in progress when the wait began,
+    the seconds waited, and the failures still cached when it ended (> 0 only when failures
+    kept coming for `timeout_s`: then the pass starts anyway, and the row says so)."""
+    driver_of = node_driver(lab, node)
+    first = driver_of.unsettled(lab, node)
+    if first is None:
+        return {}
+    started, last = time.monotonic(), first
+
+    def clear() -> bool:
+        nonlocal last
+        last = driver_of.unsettled(lab, node) or {"failures_cached": 0}
+        return last["failures_cached"] == 0
+
+    try:
+        if first["failures_cached"]:
+            wait_until(clear, timeout_s, "the resolver's cached failures to expire",
+                       interval=0.5)
+    except WaitTimeout:
+        pass
+    return {"failures_cached_after_fill": first["failures_cached"],
+            "in_progress_after_fill": first["in_progress"],
+            "settle_s": round(time.monotonic() - started, 2),
+            "failures_cached_at_start": last["failures_cached"]}
+
+
+def _trial(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, state: str,
+           trial: int, params: dict[str, Any]) -> dict[str, Any]:
+    """One trial: flush; warm: one pass to fill the cache, and the wait until none of its
+    failures is cached any more (`settle`); then the measured pass."""
+    flush(lab, cell, nodes.resolver)
+    row: dict[str, Any] = {"trial": trial}
+    if state == "warm":
+        warm = _pass(lab, cell, nodes, qfile, q, f"dnsperf-warmup-{trial}.txt", params)
+        row.update({"warmup_qps": warm["qps"], "warmup_run_time_s": warm["run_time_s"]})
+        row.update(settle(lab, nodes.resolver, float(params["settle_max_s"])))
+    measured_s = float(params["warm_s"]) if state == "warm" else 0
+    row.update(_pass(lab, cell, nodes, qfile, q, f"dnsperf-{trial}.txt", params, measured_s))
+    return row
+
+
+def run_ceiling(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
+                placement: cpus.Placement) -> None:
+    """dnsperf's own ceiling for the cells' passes (see the module docstring), against
+    `dnsload serve` at the resolver's address, every DNS daemon held."""
+    params = run.params
+    qs = [int(q) for q in params["outstanding"]]
+    loop_s = float(params["warm_s"])
+    trials = int(params["ceiling_trials"])
+    ensure_dnsload()  # built before the lab is up
+    ceiling_data = replace(data, extra_binds=[*data.extra_binds, paths.BIN])
+    cell_params = {"phase": "ceiling", "responder": "dnsload serve",
+                   "responder_node": nodes.resolver, "tool": "dnsperf", "outstanding": qs,
+                   "names": params["names"], "placement": placement.as_dict()}
+    budget = trials * len(qs) * (loop_s + 2 * params["timeout_s"] + 30) + 120
+    with run.cell("phase=ceiling", cell_params) as cell:
+        lab = cell.up(ceiling_data, hold=[nodes.resolver, *nodes.auth])
+        with serving(lab, nodes.resolver, budget, cell.path / "dnsload"):
+            rows: list[dict[str, Any]] = []
+            for trial in range(1, trials + 1):
+                for q in qs if trial % 2 else list(reversed(qs)):
+                    modes = [("pass", 0.0)] + ([("loop", loop_s)] if loop_s else [])
+                    for mode, seconds in modes:
+                        rows.append({"trial": trial, "outstanding": q, "mode": mode, **_pass(
+                            lab, cell, nodes, qfile, q, f"dnsperf-{mode}-q{q}-{trial}.txt",
+                            params, seconds, responder=True)})
+                perf.write_rows(cell.path / "ceiling.csv", rows)
+        cell.figures.update(ceiling_figures(rows))
+
+
+def ceiling_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`ceiling_qps_q<q>` (median answered qps of the one-pass runs at -q q),
+    `ceiling_qps_trials_q<q>`, and `ceiling_loop_qps_q<q>` for the looping runs."""
+    figures: dict[str, Any] = {}
+    for q in dict.fromkeys(r["outstanding"] for r in rows):
+        one_pass = [r["qps"] for r in rows if r["outstanding"] == q and r["mode"] == "pass"]
+        loops = [r["qps"] for r in rows if r["outstanding"] == q and r["mode"] == "loop"]
+        figures[f"ceiling_qps_q{q}"] = perf.median(one_pass)
+        figures[f"ceiling_qps_trials_q{q}"] = one_pass
+        if loops:
+            figures[f"ceiling_loop_qps_q{q}"] = perf.median(loops)
+    return figures
+
+
+def cache(run: Run) -> None:
+    """resolver-cache: the generator's ceiling, cold and warm dnsperf trials at each -q,
+    then resperf's ramps."""
+    params = run.params
+    placement = run.placement()
+    cores = int(params.get("cores") or len(cpus.parse(placement.server)))
+    nodes = ResolverNodes.of(run.topology)
+    zone_set, per_node = internet(params, run.topology, nodes)
+    dnsperf_list, resperf_list = name_lists(run, zone_set)
+    data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path, placement)
+    idle = idle_nodes(nodes, per_node)
+    dead = dead_addresses(params, run.topology, nodes) if nodes.tiers["sld-dead"] in per_node \
+        else []
+    base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
+            "trials": params["trials"], "dead_addresses": len(dead),
+            "placement": placement.as_dict()}
+    trials = int(params["trials"])
+    ceiling = bool(params.get("ceiling"))
+    run.plan(ceiling + 2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
+             per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
+    # .get: a resumed run from before the ceiling cell keeps its own parameters
+    if ceiling and run.finished("phase=ceiling") is None:
+        run_ceiling(run, nodes, data, dnsperf_list, placement)
+    for q in params["outstanding"]:
+        for state in ("cold", "warm"):
+            cell_id = f"cache={state},outstanding={q}"
+            if run.finished(cell_id) is not None:
+                continue
+            with run.cell(cell_id, {"cache": state, "outstanding": q, "tool": "dnsperf",
+                                    **base}) as cell:
+                lab = cell.up(data, hold=idle)
+                if dead:
+                    add_dead_addresses(lab, nodes, dead)
+                leak = LeakCheck(lab, nodes)
+                cell.monitor([nodes.resolver])
+                rows = []
+                for trial in range(1, trials + 1):
+                    rows.append(_trial(lab, cell, nodes, dnsperf_list, q, state, trial, params))
+                    perf.write_rows(cell.path / "trials.csv", rows)
+                assert cell.monitors is not None
+                cell.monitors.stop()
+                cell.figures.update({k: perf.median([r[k] for r in rows])
+                                     for k in rows[0] if k != "trial"})
+                cell.figures.update({"qps_trials": [r["qps"] for r in rows],
+                                     "resolver_cpu_pct": _cpu(cell, nodes.resolver),
+                                     "names": params["names"],
+                                     **leak.finish(cell)})
+    if not params["resperf"]:
+        return
+    for state in ("cold", "warm"):
+        if run.finished(f"ramp=resperf,cache={state}") is not None:
+            continue
+        with run.cell(f"ramp=resperf,cache={state}",
+                      {"cache": state, "tool": "resperf", **base}) as cell:
+            lab = cell.up(data, hold=idle)
+            if dead:
+                add_dead_addresses(lab, nodes, dead)
+            leak = LeakCheck(lab, nodes)
+            flush(lab, cell, nodes.resolver)
+            cell.monitor([nodes.resolver])
+            max_qps = int(params["resperf_max_qps"])
+            if state == "warm":
+                warm = _pass(lab, cell, nodes, resperf_list, max(params["outstanding"]),
+                             "dnsperf-warmup.txt", params)
+                cell.figures["warmup_qps"] = warm["qps"]
+                cell.figures.update(settle(lab, nodes.resolver, float(params["settle_max_s"])))
+            else:
+                # the ramp sends max_qps * ramp / 2 queries: stay within the list, read once
+                lines = sum(1 for _ in open(resperf_list))
+                max_qps = min(max_qps, int(1.9 * lines / params["resperf_ramp_s"]))
+            summary = perf.resperf(lab, nodes.client, lab.address(nodes.resolver), resperf_list,
+                                   cell.path, max_qps=max_qps, ramp_s=params["resperf_ramp_s"],
+                                   clients=params["resperf_clients"],
+                                   timeout_s=params["timeout_s"], reopen=state == "warm")
+            assert cell.monitors is not None
+            cell.monitors.stop()
+            cell.figures.update({**summary, "resperf_max_qps_used": max_qps,
+                                 "resolver_cpu_pct": _cpu(cell, nodes.resolver),
+                                 **leak.finish(cell)})

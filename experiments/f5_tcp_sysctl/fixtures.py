@@ -1,0 +1,89 @@
+"""F5 synthetic runs: paced dnsperf trials per sysctl profile, with a capacity cell and the
+generator's ceiling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.synthetic import CellData, write_run
+
+TRIAL_COLUMNS = ["trial", "load_pct", "target_qps", "qps", "sent", "lost", "avg_latency_ms",
+                 "listen_overflows"]
+
+
+CEILING_COLUMNS = ["trial", "mode", "load_pct", "target_qps", "qps", "sent"]
+
+
+def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str, float]
+                   | None = None, trials: int = 8, overflows: int = 500,
+                   capped: bool = False, seed: int = 7,
+                   node_sysctls: dict[str, dict[str, dict[str, str]]] | None = None,
+                   generator_max: float | None = 1e6, sent_share: dict[str, float] | None = None,
+                   per_round: bool = False, answered_share: float = 0.8,
+                   **kwargs: Any) -> Path:
+    """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
+    `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
+    every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
+    sysctls read back for a profile ({profile: {node: {key: value}}}). `generator_max`: the
+    most qps dnsperf sends and gets answered against the canned responder (the `phase=ceiling`
+    cell answers min(target, it) per load; None: no ceiling cell, as in runs before it
+    existed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
+    of it at 100 % load. `per_round`: one cell per profile and round (`profile=<p>,round=<r>`,
+    as the procedure writes them since rounds are blocks) instead of one per profile; the same
+    trials either way."""
+    rng = np.random.default_rng(seed)
+    trial_s = 30
+    sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
+                 "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"}}
+    cells = []
+    loads = (10, 100)
+    if generator_max is not None:
+        rows = []
+        for trial in (1, 2):
+            rows.append([trial, "closed", "", "", generator_max, int(generator_max * 3)])
+            for load in loads:
+                target = 20000.0 * load / 100
+                reached = min(target, generator_max)
+                rows.append([trial, "paced", load, target, round(reached, 1),
+                             int(reached * trial_s)])
+        figures: dict[str, Any] = {"capacity_qps": 20000.0,
+                                   "closed_loop_ceiling_qps": generator_max}
+        for load in loads:
+            figures[f"target_qps_l{load}"] = 20000.0 * load / 100
+            figures[f"ceiling_qps_l{load}"] = min(20000.0 * load / 100, generator_max)
+        cells.append(CellData({"phase": "ceiling"}, figures,
+                              csv={"ceiling.csv": (CEILING_COLUMNS, rows)}))
+    for profile in ["default", *gain]:
+        rows = []
+        for trial in range(1, trials + 1):
+            for load in loads:
+                target = 20000.0 * load / 100
+                achieved = target if capped or load == 10 else min(
+                    target, answered_share * target * gain.get(profile, 1.0)
+                    * float(rng.normal(1, 0.01)))
+                latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(rng.normal(1, 0.01))
+                sent_rate = target * ((sent_share or {}).get(profile, 1.0) if load == 100
+                                      else 1.0)
+                rows.append([trial, load, target, round(achieved, 1), int(sent_rate * trial_s),
+                             int(achieved * 0.01), round(latency, 3),
+                             overflows if profile == "default" and load == 100 else 0])
+        node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
+                         "0", **sysctl_of.get(profile, {})}}
+        node = (node_sysctls or {}).get(profile, node)
+        if not per_round:
+            cells.append(CellData({"profile": profile}, {},
+                                  csv={"trials.csv": (TRIAL_COLUMNS, rows)}, sysctls=node))
+            continue
+        for trial in range(1, trials + 1):
+            mine = [row for row in rows if row[0] == trial]
+            cells.append(CellData({"profile": profile, "round": trial}, {},
+                                  csv={"trials.csv": (TRIAL_COLUMNS, mine)}, sysctls=node))
+    return write_run(root, "tcp-sysctl", cells,
+                     params={"profiles": ["default", *gain], "trial_s": trial_s},
+                     topology={"name": "tcp", "file": "tcpauth.clab.yml", "nodes": {
+                         "auth": {"role": "primary", "server": "knot"},
+                         "client": {"role": "client", "server": "tools"}}}, **kwargs)
+

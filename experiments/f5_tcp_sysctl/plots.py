@@ -1,0 +1,57 @@
+"""F5 plots: DNS-over-TCP qps per trial at the run's highest load, by sysctl profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from analysis import derived, style
+from analysis.plots import plot
+from analysis.rundata import NotApplicable, Run
+
+
+@plot("trials_qps", title="DNS-over-TCP qps per trial at the run's highest load, by sysctl "
+      "profile",
+      caption="One dot per trial at the highest load of the run (the load the F5 claims judge); "
+              "bar: median. dnsperf variance hides small effects. Lines: that load's target "
+              "(a share of the measured capacity) and dnsperf's own ceiling at that target "
+              "(the same command against a canned responder, same run).")
+def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
+    cells = [c for c in run.cells if "profile" in c.params and "phase" not in c.params]
+    if not cells:
+        raise NotApplicable("no profile cells")
+    # a profile's trials may sit in several cells (one per round): pooled per profile
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for cell in cells:
+        mine = frames.setdefault(str(cell.params["profile"]), [])
+        if cell.has("trials.csv"):
+            mine.append(cell.csv("trials.csv", ("load_pct", "qps")))
+    loads = [float(f["load_pct"].max()) for fs in frames.values() for f in fs
+             if f["load_pct"].notna().any()]
+    if not loads:
+        raise NotApplicable("no paced trials")
+    top = max(loads)
+    by_profile = {profile: [float(v) for f in fs for v in f.loc[f["load_pct"] == top, "qps"]]
+                  for profile, fs in frames.items()}
+    colours = style.colors_for(list(by_profile))
+    for i, (profile, values) in enumerate(by_profile.items()):
+        if not values:
+            notes.append(f"profile {profile}: no trials at {top:.0f} % load")
+            continue
+        colour = colours[i]
+        ax.bar(i, float(np.median(values)), width=0.6, color=colour, alpha=0.35)
+        jitter = np.linspace(-0.15, 0.15, len(values))
+        ax.plot(i + jitter, values, "o", color=colour)
+    ax.set_xticks(range(len(by_profile)), list(by_profile), rotation=20, fontsize=9)
+    ax.set_ylabel(f"answered at {top:.0f} % load (queries/s)")
+    ceiling = derived.paced_ceiling(run)
+    at = None if ceiling is None else ceiling[ceiling["load_pct"] == top]
+    if at is None or at.empty:
+        notes.append(f"no generator ceiling at {top:.0f} % load measured in this run")
+        return
+    target, reached = float(at["target_qps"].iloc[0]), float(at["qps"].iloc[0])
+    ax.axhline(target, linestyle="--", color=style.MUTED, label=f"target {target:,.0f} qps")
+    ax.axhline(reached, linestyle=":", color="black",
+               label=f"dnsperf ceiling {reached:,.0f} qps ({reached / target:.0%})")
+    ax.legend(loc="lower right", fontsize=8.5)

@@ -1,0 +1,219 @@
+"""The `dnsload` load generator (tools/dnsload): its build, its command line, and running it.
+
+`ensure_dnsload()` builds build/bin/dnsload when it is missing; `DnsloadGenerator` is a
+load generator for F1's stairs (argv for one step, its JSON totals parsed into a
+`StepMeasure`, what any generator measured over one step); `DnsloadRunner` runs it in a lab
+node and keeps its own CPU time;
+`serving()` runs `dnsload serve`, the canned responder the generator ceilings are measured
+against, in a node for the length of a block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dnslab import paths
+from dnslab.errors import LabError
+from dnslab.lab import Lab
+from dnslab.paths import BIN
+
+
+@dataclass(frozen=True)
+class StepMeasure:
+    """What a generator measured over one step (its steady window when it has one)."""
+
+    seconds: float
+    offered_qps: float
+    answered_qps: float
+    sent: int  # queries sent over UDP (first try)
+    answered: int
+    tcp: int  # TCP retries
+    truncated: int
+    timeouts: int
+    throttled: int  # due but not sent: the generator's outstanding limit was full
+    net_errors: int
+    rcodes: dict[str, int]
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+    def rcode_errors(self, error_rcodes: Sequence[str]) -> int:
+        return sum(n for name, n in self.rcodes.items() if name in error_rcodes)
+
+
+def stop_serve(serve: subprocess.Popen, argv: list[str], timeout: float = 30.0) -> str:
+    """Stop a `dnsload serve` started with `lab.popen(node, argv)` by SIGTERM to the responder
+    itself, so that it prints its `serve_total` line, and return what it printed. On the clab
+    runtime `serve` is the `docker exec` client, which does not pass signals on; the responder
+    in the container is a host process too, found by its exact command line."""
+    wanted = "\0".join(argv).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().rstrip(b"\0")
+        except OSError:
+            continue
+        if cmdline == wanted:
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    try:
+        out, _ = serve.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        out, _ = serve.communicate()
+    return out or ""
+
+
+@contextmanager
+def serving(lab: Lab, node: str, limit_s: float, log_dir: Path,
+            options: list[str] | None = None) -> Iterator[None]:
+    """`dnsload serve` on `node`'s lab address, port 53, for the block: started, waited for
+    (its `serve_ready` line), then stopped (`stop_serve`), and everything it printed (ready
+    line, then its `serve_total` counts) kept in `log_dir/serve.jsonl`. `limit_s` is its own
+    time limit (`-l`), a backstop should the block never end; `options` are extra serve
+    flags (`-tc`, `-tcp-size`)."""
+    argv = [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
+            "-l", f"{limit_s:g}", *(options or [])]
+    serve = lab.popen(node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = serve.stdout.readline() if serve.stdout else ""
+    if '"serve_ready"' not in ready:
+        serve.kill()
+        _, err = serve.communicate()
+        raise LabError(f"dnsload serve did not start in node {node}: "
+                       + ((err or ready).strip().splitlines() or ["no message"])[-1],
+                       hint="run build/bin/dnsload serve by hand in that node")
+    try:
+        yield
+    finally:
+        out = stop_serve(serve, argv)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / "serve.jsonl").write_text(ready + out)
+
+
+def ensure_dnsload() -> Path:
+    binary = paths.BIN / "dnsload"
+    if binary.exists():
+        return binary
+    script = paths.REPO / "scripts" / "build-dnsload.sh"
+    proc = subprocess.run(["sh", str(script)], capture_output=True, text=True)
+    if proc.returncode != 0 or not binary.exists():
+        raise LabError("building dnsload failed: "
+                       + (proc.stderr.strip().splitlines() or ["no message"])[-1],
+                       hint="run scripts/build-dnsload.sh by hand (needs Go)")
+    return binary
+
+
+@dataclass
+class DnsloadGenerator:
+    """Drives `dnsload run` (tools/dnsload). The timeout is longer than the TAT limit on
+    purpose: a 3 s answer must be seen as a 3 s TAT, not hidden as a timeout."""
+
+    server: str  # IP:PORT, loopback or 198.18.0.0/15
+    query_file: str
+    binary: str = str(BIN / "dnsload")
+    timeout_s: float = 5.0
+    bufsize: int = 4096
+    max_outstanding: int = 100_000
+    tcp_reuse: bool = False
+    sockets: int | None = None
+    name: str = "dnsload"
+
+    def command(self, rate: float, duration: float, warmup: float) -> list[str]:
+        argv = [
+            self.binary, "run", "-s", self.server, "-d", self.query_file,
+            "-Q", f"{rate:g}", "-l", f"{duration:g}", "-t", f"{self.timeout_s:g}",
+            "-b", str(self.bufsize), "-q", str(self.max_outstanding),
+        ]
+        if 0 < warmup < duration:
+            argv += ["-warmup", f"{warmup:g}"]
+        if self.tcp_reuse:
+            argv.append("-tcp-reuse")
+        if self.sockets:
+            argv += ["-c", str(self.sockets)]
+        return argv
+
+    def parse(self, stdout: str) -> StepMeasure:
+        lines: dict[str, dict] = {}
+        for line in stdout.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            lines[obj.get("type", "")] = obj
+        rec = lines.get("steady") or lines.get("total")
+        if rec is None:
+            raise LabError(
+                "dnsload printed no totals",
+                hint="run the printed command by hand; is build/bin/dnsload built "
+                "(scripts/build-dnsload.sh)?",
+            )
+        lat = rec["lat_ms"]
+        return StepMeasure(
+            seconds=float(rec["seconds"]), offered_qps=float(rec["offered_qps"]),
+            answered_qps=float(rec["answered_qps"]), sent=int(rec["udp"]),
+            answered=int(rec["answered"]), tcp=int(rec["tcp"]), truncated=int(rec["truncated"]),
+            timeouts=int(rec["timeouts"]), throttled=int(rec["throttled"]),
+            net_errors=int(rec["net_errors"]), rcodes=dict(rec.get("rcodes") or {}),
+            p50_ms=float(lat["p50"]), p90_ms=float(lat["p90"]), p99_ms=float(lat["p99"]),
+            max_ms=float(lat["max"]),
+        )
+
+
+class DnsloadRunner:
+    """Runs dnsload in `node`, the lab's client (on the client's CPUs); its stderr goes to
+    `log`, and
+    its own CPU time (from wait4's rusage) and wall time are kept for the step row. A
+    generator that dies (seen once on a shared, loaded host: killed without a message) is run
+    again once, and the failure is kept in the log; a second failure ends the cell."""
+
+    def __init__(self, lab: Lab, node: str, log: Path, attempts: int = 2):
+        self.lab, self.log, self.attempts, self.node = lab, log, attempts, node
+        self.cpu_s: float | None = None
+        self.wall_s: float | None = None
+
+    def __call__(self, argv: list[str]) -> str:
+        status, err = 0, ""
+        for attempt in range(self.attempts):
+            started = time.monotonic()
+            with tempfile.TemporaryFile("w+") as errfile:
+                proc = self.lab.popen(self.node, argv, stdout=subprocess.PIPE, stderr=errfile,
+                                      text=True)
+                out = proc.stdout.read() if proc.stdout else ""
+                # wait4, not wait: its rusage is the generator's own CPU time
+                _, wait_status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = status = os.waitstatus_to_exitcode(wait_status)
+                errfile.seek(0)
+                err = errfile.read()
+            self.wall_s = time.monotonic() - started
+            self.cpu_s = usage.ru_utime + usage.ru_stime
+            with open(self.log, "a") as handle:
+                handle.write(f"# {' '.join(argv)}\n# exit {status} (attempt {attempt + 1})\n"
+                             + err)
+            if status == 0:
+                return out
+        last = (err.strip().splitlines() or [f"exit status {status}"])[-1]
+        raise LabError(f"dnsload failed in the {self.node} node: {last}",
+                       hint=f"see {self.log}; run the command there by hand")
+
+    @property
+    def cpu_pct(self) -> float | None:
+        """The last run's CPU time / wall time (100 = one core busy all the time)."""
+        if self.cpu_s is None or not self.wall_s:
+            return None
+        return round(100 * self.cpu_s / self.wall_s, 1)
