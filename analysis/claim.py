@@ -35,8 +35,16 @@ Every claim states what a speaker needs to judge it:
   softened pass;
 - `fails_when`: what measured outcome makes the verdict "not reproduced".
 `kind=CALIBRATION` marks a check of the lab itself (the query mix gives the TCP share it was
-built for, a model behaves as designed, the kernel enforces a limit): reported in a section
-of its own, never counted as a reproduction.
+built for, a model behaves as designed, the kernel enforces a limit), `kind=LAB_CHECK` a check
+of a setting the seed does not state as a finding (a wide port range has no failures): both
+are reported in a section of their own, never counted as reproductions (a consumer counts
+`kind == REPRODUCTION` only).
+
+Every verdict also carries one line for a slide (`analysis.verdicts` builds it): the status
+word, the claim's short measured phrase (`verdict.phrase`, numbers rounded) and the conditions
+the lab changed against the seed (`verdict.condition(...)`: a port range scaled to this
+machine's rate, fewer cores, loads scaled to a capacity), e.g. "Reproduced: ports ran out 47 s
+after start; range scaled to 17,005 ports for 447 conn/s (seed: 28,231 at ~743/s)".
 
 `limits` become test arguments (a one-case `pytest.mark.parametrize`), so the numbers the test
 uses are exactly the numbers printed. The outcome is read by `analysis.verdicts`: pass =
@@ -53,7 +61,8 @@ from typing import Any, NoReturn
 import pytest
 
 from analysis.rundata import NotApplicable
-from dnslab import findings
+from dnslab import cpus, findings
+from dnslab.errors import LabError
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -75,6 +84,8 @@ TWO_SIDED = "two-sided"
 DIRECTIONAL = "directional"
 REPRODUCTION = "reproduction"
 CALIBRATION = "calibration"
+LAB_CHECK = "lab_check"
+KINDS = (REPRODUCTION, CALIBRATION, LAB_CHECK)
 
 
 
@@ -120,8 +131,8 @@ def claim(claim_id: str, *, title: str, published: str, source: str,
         raise ValueError(f"{claim_id}: unknown finding {finding!r}")
     if effect not in (TWO_SIDED, DIRECTIONAL):
         raise ValueError(f"{claim_id}: effect must be {TWO_SIDED!r} or {DIRECTIONAL!r}")
-    if kind not in (REPRODUCTION, CALIBRATION):
-        raise ValueError(f"{claim_id}: kind must be {REPRODUCTION!r} or {CALIBRATION!r}")
+    if kind not in KINDS:
+        raise ValueError(f"{claim_id}: kind must be one of {', '.join(KINDS)}")
     limits = dict(limits or {})
     spec = Claim(id=claim_id, finding=finding, title=title, published=published,
                  source=source, effect=effect, tolerance=tolerance.format(**limits),
@@ -149,14 +160,23 @@ def claim(claim_id: str, *, title: str, published: str, source: str,
 
 @dataclass
 class Verdict:
-    """Handed to each claim test as the `verdict` fixture: what it measured, in words."""
+    """Handed to each claim test as the `verdict` fixture: what it measured, in words
+    (`measured`: every series and repetition; `phrase`: the few words of it a slide shows;
+    `conditions`: what the lab changed against the seed, each a few words)."""
 
     claim: Claim
     measured: str | None = None
     notes: list[str] = field(default_factory=list)
+    phrase: str | None = None
+    conditions: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def condition(self, text: str) -> None:
+        """A condition the lab changed against the seed (said once, in the verdict's line)."""
+        if text and text not in self.conditions:
+            self.conditions.append(text)
 
 
 def not_applicable(reason: str) -> NoReturn:
@@ -169,6 +189,22 @@ def require(met: bool, measured: str, remedy: str) -> None:
     to change (more cores, a faster machine, a parameter) - never a softened pass."""
     if not met:
         raise NotApplicable(f"precondition unmet: {measured} (to judge it: {remedy})")
+
+
+def cores_condition(meta: dict[str, Any], seed_cores: int, what: str) -> str:
+    """"<what> on N of M cores (seed: K)" when the server under test had other than the
+    seed's cores (meta.json `placement.server_cpus`, else the machine's), else ""."""
+    placement = meta.get("placement") or {}
+    machine = int((meta.get("machine") or {}).get("cpus") or 0)
+    try:
+        cores = len(cpus.parse(placement["server_cpus"])) if placement.get("server_cpus") \
+            else machine
+    except (LabError, ValueError):
+        cores = machine
+    if not cores or cores == seed_cores:
+        return ""
+    of = f" of {machine}" if machine and machine != cores else ""
+    return f"{what} on {cores}{of} core{'s' if cores > 1 else ''} (seed: {seed_cores})"
 
 
 def fmt_s(value: float | None) -> str:

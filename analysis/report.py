@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from analysis.claim import CALIBRATION, STATUS_MEANING, STATUSES, finding_titles
+from analysis.claim import REPRODUCTION, STATUS_MEANING, STATUSES, finding_titles
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
 
@@ -176,8 +176,9 @@ def _chosen_in_run(run: Run) -> list[tuple[str, Any]]:
 def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
             report_dir: Path) -> dict[str, Any]:
     verdicts = summary.get("verdicts", [])
-    counts = {s: sum(1 for v in verdicts if v["status"] == s and v.get("kind") != CALIBRATION)
-              for s in STATUSES}
+    # calibrations and lab checks are reported apart and never counted as reproductions
+    reproductions = [v for v in verdicts if v.get("kind", REPRODUCTION) == REPRODUCTION]
+    counts = {s: sum(1 for v in reproductions if v["status"] == s) for s in STATUSES}
     notes = {}
     for v in verdicts:
         if v.get("note"):
@@ -193,10 +194,9 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
             item["png"] = p.png.relative_to(report_dir).as_posix()
             item["svg"] = p.svg.relative_to(report_dir).as_posix()
         plot_items.append(item)
-    reproductions = [v for v in verdicts if v.get("kind") != CALIBRATION]
     return {
         "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
-        "calibrations": [v for v in verdicts if v.get("kind") == CALIBRATION],
+        "calibrations": [v for v in verdicts if v.get("kind", REPRODUCTION) != REPRODUCTION],
         "status_meaning": STATUS_MEANING,
         "findings": finding_titles(), "notes": notes, "plots": plot_items,
         "environment": _environment(run), "topology": _topology(run),

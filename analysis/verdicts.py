@@ -6,8 +6,10 @@ the run's experiment, with a small plugin that
 - gives the tests the `run` (an `analysis.rundata.Run`) and `verdict` fixtures,
 - keeps the claims the experiment file's `claims:` list names, in that order of findings,
 - turns each test's outcome into one verdict dict:
-  {claim_id, finding, kind, title, status, published, source, effect, tolerance,
-   precondition, fails_when, measured, detail, note}.
+  {claim_id, finding, kind, title, status, line, conditions, published, source, effect,
+   tolerance, precondition, fails_when, measured, detail, note}: `line` is one sentence for
+  a slide (status word, the claim's short measured phrase, the conditions the lab changed;
+  at most LINE_LIMIT characters), `conditions` those conditions as short strings.
 An interrupted run (meta.json `complete: false`) never yields "not reproduced": a claim
 that fails on partial data is "incomplete".
 """
@@ -15,6 +17,7 @@ that fails on partial data is "incomplete".
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
@@ -33,6 +36,41 @@ from analysis.rundata import NotApplicable, Run
 from dnslab import findings
 from dnslab.errors import LabError
 from dnslab.experiment_spec import load_spec
+
+LINE_LIMIT = 140
+STATUS_WORD = {REPRODUCED: "Reproduced", NOT_REPRODUCED: "Not reproduced",
+               NOT_APPLICABLE: "Not applicable", INCOMPLETE: "Incomplete", ERROR: "Error"}
+
+
+def _shorten(text: str, room: int) -> str:
+    """`text` cut at a word boundary to at most `room` characters (an ellipsis says so)."""
+    if len(text) <= room:
+        return text
+    cut = text[:max(room - 1, 0)]
+    if " " in cut[room // 2:]:
+        cut = cut[:cut.rfind(" ")]
+    return cut.rstrip(" ,;:(") + "…"
+
+
+def slide_line(status: str, phrase: str | None, conditions: list[str],
+               limit: int = LINE_LIMIT) -> str:
+    """One line for a slide: "<Status>: <phrase>; <condition>; ...", at most `limit`
+    characters; the phrase gives way, never the conditions."""
+    head = f"{STATUS_WORD.get(status, status)}: "
+    room = limit - len(head) - sum(len(c) + 2 for c in conditions)
+    parts = [_shorten(phrase, room)] if phrase and room > 1 else []
+    return head + "; ".join(parts + conditions)
+
+
+def _phrase(record: Verdict | None, detail: str) -> str:
+    """The claim's own short phrase, else what it measured, else why it was not judged
+    (the measured figure of an unmet precondition, without the remedy)."""
+    if record is not None and record.phrase:
+        return record.phrase
+    if record is not None and record.measured:
+        return record.measured.split("; ")[0]
+    text = re.sub(r"^precondition unmet: ", "", detail.split("; ")[0])
+    return re.sub(r" \(to judge it: .*$", "", text)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -104,6 +142,8 @@ class ClaimsPlugin:
         else:  # a bug in the claim code: still one line, with the exception type
             status, detail = ERROR, f"{type(exc).__name__}: {_first_line(exc)}"
         notes = list(record.notes) if record else []
+        conditions = list(record.conditions) if record else []
+        phrase = _phrase(record, detail)
         if not self.the_run.complete and status in (NOT_REPRODUCED, ERROR, NOT_APPLICABLE):
             notes.insert(0, f"run interrupted (meta.json complete=false); was {status}: {detail}")
             status, detail = INCOMPLETE, ""
@@ -115,6 +155,8 @@ class ClaimsPlugin:
             "kind": spec.kind,
             "title": spec.title,
             "status": status,
+            "line": slide_line(status, phrase, conditions),
+            "conditions": conditions,
             "published": spec.published,
             "source": spec.source,
             "effect": spec.effect,

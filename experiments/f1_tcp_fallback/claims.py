@@ -142,22 +142,40 @@ def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
 @claim(
     "F1.tuning-helps",
     title="Tuning raises the capacity with the new records, by about half",
-    published="new records: 12,000 qps untuned -> 18,000 qps tuned (1.5x)",
-    source=SOURCE_TABLE, effect=TWO_SIDED,
+    published="new records: 12,000 qps untuned -> 18,000 qps tuned (1.5x), each capacity "
+              "held for the 10-minute burst",
+    source=SOURCE_TABLE + "; load protocol: stair, then burst", effect=TWO_SIDED,
     tolerance="capacity(after, tuned)/capacity(after, untuned) between {low}x and {high}x",
-    precondition="both stairs judged (as F1.capacity-drop)",
+    precondition="both stairs judged (as F1.capacity-drop) and both capacities held their "
+                 "burst (the seed's criteria: no continuing errors, TAT < 1 s, for 10 min)",
     fails_when="tuning gives less than {low}x (no help) or more than {high}x (the untuned "
                "server failed for a reason the seed's did not, e.g. a tiny listen queue)",
     limits={"low": 1.2, "high": 2.0, "max_step": 0.05},
 )
 def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
                       max_step: float) -> None:
+    """The seed's capacity is the stair's highest clean step *and* that load held for a
+    10-minute burst (its load protocol: stair, burst, function test, soak; 12,000 and 18,000
+    qps both held). A stair capacity whose burst failed is not the seed's capacity - in the
+    BIND 9.16 full run both compared capacities failed their 600 s burst - so the ratio of
+    two such numbers is not the seed's 1.5x: not applicable, with the burst's figures. A
+    run without bursts (SCALE=ci) has no seed capacity either."""
     cells = _cells(run, ("after", "untuned"), ("after", "tuned"))
     _, untuned = _judged_stair(run, cells[0], max_step)
     _, tuned = _judged_stair(run, cells[1], max_step)
+    for cell in cells:
+        held = cell.figure("burst_passed", optional=True)
+        require(held is not None, f"{_label(cell)}: no burst at its capacity",
+                "BURST_S=600 (the seed's burst)")
+        worst = cell.figure("burst_max_ms", optional=True)
+        require(bool(held), f"{_label(cell)}: the {float(cell.figure('burst_qps')):,.0f} qps "
+                "burst failed" + (f" (worst TAT {float(worst):,.0f} ms)" if worst else "")
+                + ": the capacity by the seed's criteria is lower",
+                "a stair whose capacity holds the burst (longer steps, STEP_S)")
     ratio = tuned / untuned
     verdict.measured = (f"{cells[0].params.get('server')}: {untuned:,.0f} -> {tuned:,.0f} qps "
-                        f"({ratio:.2f}x)")
+                        f"({ratio:.2f}x), both held the burst")
+    verdict.phrase = f"tuning {untuned:,.0f} -> {tuned:,.0f} qps ({ratio:.1f}x), bursts held"
     assert low <= ratio <= high, f"tuning changed the capacity {ratio:.2f}x"
 
 
@@ -167,17 +185,21 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
     published="worst TAT at 14k qps 832 -> 3,241 ms; at 12k 419 -> 815 ms (untuned)",
     source="seed 000, worst-latency table before/after the IPv6 records", effect=DIRECTIONAL,
     tolerance="at the highest rate both untuned stairs ran where the before stair passed, "
-              "worst TAT(after) >= {min_ratio}x worst TAT(before)",
+              "worst TAT(after) >= {min_ratio}x worst TAT(before), whatever its mechanism "
+              "(a SYN retried after 1 s and 2 s counts: it is the seed's)",
     precondition="the after stair reached its knee (a step failed, and the compared rate is "
                  "at least {near:.0%} of its capacity: the seed compared rates around and "
-                 "above it); neither compared step counted listen-queue overflows, SYNs "
-                 "dropped at LISTEN or for a full SYN queue, or SYN retransmissions at the "
-                 "client (a dropped SYN is retried after 1 s: the worst TAT would measure the "
-                 "SYN timer, not the answer size)",
+                 "above it); listen-queue overflows and drops recorded per step",
     fails_when="the worst TAT grows less than {min_ratio}x or shrinks",
     limits={"min_ratio": 1.5, "near": 0.9},
 )
 def test_latency_grows(run: Run, verdict: Verdict, min_ratio: float, near: float) -> None:
+    """The seed's worst latencies after the new records, 815 ms at 12k qps and 3,241 ms at
+    14k, are a SYN retried after 1 s (+ the answer) and after 1 s + 2 s (+ the answer): the
+    seed's clients waited on a dropped SYN, so the SYN retry is the seed's own mechanism of
+    the growth. The old rule made a compared step with a retried SYN "not applicable" and so
+    excluded the effect it judged; now the growth is judged whatever its cause, and the
+    measured text names the SYN drops and retries at the compared step."""
     cells = _cells(run, ("before", "untuned"), ("after", "untuned"))
     before, after = stair(cells[0]), stair(cells[1])
     common = [r for r in before.rates() if r in after.rates()
@@ -203,14 +225,13 @@ def test_latency_grows(run: Run, verdict: Verdict, min_ratio: float, near: float
     retried = {name: _optional_count(row, "client_syn_retrans")
                      + _optional_count(row, "req_q_full_drops")
                for name, row in (("before", b_row), ("after", a_row))}
-    require(not any(drops.values()) and not any(retried.values()),
-            f"at {rate:,.0f} qps SYNs were dropped ({drops['before']} before, "
-            f"{drops['after']} after; SYN-queue drops and client SYN retries "
-            f"{retried['before']} / {retried['after']}): worst TAT {b:,.0f} -> {a:,.0f} ms "
-            "is a SYN retry",
-            "a listen queue that does not overflow (tcp-listen-queue) or TAT_STAT=p99")
+    mechanism = (f"; SYN drops {drops['before']} / {drops['after']}, SYN-queue drops + client "
+                 f"SYN retries {retried['before']} / {retried['after']} (before / after)"
+                 if any(drops.values()) or any(retried.values()) else "; no SYN dropped")
     verdict.measured = (f"{cells[0].params.get('server')} at {rate:,.0f} qps: {b:,.0f} -> "
-                        f"{a:,.0f} ms ({a / b:.2f}x)")
+                        f"{a:,.0f} ms ({a / b:.2f}x)" + mechanism)
+    verdict.phrase = (f"worst TAT {b:,.0f} -> {a:,.0f} ms at {rate:,.0f} qps"
+                      + (" (SYN retries)" if retried["after"] or drops["after"] else ""))
     assert a >= b * min_ratio, "worst latency did not grow with the new records"
 
 
@@ -336,8 +357,8 @@ def _answers_unlike_model(cell: Cell) -> tuple[int, list[str], bool]:
 
 
 @claim(
-    "F1.full-answer",
-    title="An older BIND sends the seed's full 23 kB TAC answer",
+    "F1.full-answer", kind=CALIBRATION,
+    title="Lab check: BIND 9.16 sends the full TAC answer the zone model gives",
     published="the new records grew one TAC NAPTR answer 1.5x, to 23,069 B (ANSWER 93, "
               "ADDITIONAL 219), BIND 9.9.4",
     source="seed 000, the dig output of the TAC query", effect=TWO_SIDED,

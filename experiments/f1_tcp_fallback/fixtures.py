@@ -41,10 +41,15 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
 
 def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
                   ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
-                  **stair: Any) -> CellData:
+                  burst: bool | None = True, **stair: Any) -> CellData:
+    """A stair cell; `burst`: whether the capacity held the seed's 600 s burst (None: no
+    burst ran, as at SCALE=ci)."""
     figs = dict(figures or {})
     if ceiling is not None:
         figs["generator_ceiling_qps"] = ceiling
+    if burst is not None:
+        figs.update({"burst_qps": capacity, "burst_passed": burst,
+                     "burst_max_ms": 400.0 if burst else 3500.0})
     return CellData({"server": server, "records": records, "tuning": tuning}, figs,
                     csv={"stair.csv": (STAIR_COLUMNS, stair_rows(capacity, **stair))})
 

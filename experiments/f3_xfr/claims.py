@@ -22,6 +22,19 @@ The mechanism needs a precondition the seed's machine met and a slow one may not
 settles near (new connections/s) x 60 s, so the port range is exhausted only when that
 product, capped by the zone count, reaches the range size. A run that cannot exhaust its
 range says "not applicable" with the measured rate, never "not reproduced".
+
+What the lab changed is in every verdict's conditions: the port range the default cells ran
+with when it is not the seed's (read back from the cells, so runs that predate the record of
+the choice are described correctly), with the rate it was sized from (meta.json
+`port_range_choice`), and a zone count or TIME_WAIT cap other than the seed's. The seed's
+exact condition (30,000 zones against 32768-60999) is judged on its own
+(`F3.seed-range.exhaustion`, on the cells that ran with that range: the calibration cold
+starts) and says "not applicable" with the measured peak and rate where it cannot exhaust.
+
+Seed 002 states the failure, its mechanism and its time; it does not state that a wide range
+or a TIME_WAIT cap avoids it, nor that a wide range is faster (it shows the cap only as a CPU
+chart under "Tak určitě ...", and warns against it): those are lab checks (`LAB_CHECK`),
+reported apart from the reproductions.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ import numpy as np
 from analysis.claim import (
     CALIBRATION,
     DIRECTIONAL,
+    LAB_CHECK,
     TWO_SIDED,
     Verdict,
     claim,
@@ -45,9 +59,26 @@ from analysis.claim import (
 )
 from analysis.rundata import Cell, NotApplicable, Run
 from dnslab.errors import LabError
-from experiments.f3_xfr.derived import ColdStart, cold_start, time_ports_used, tw_at
+from experiments.f3_xfr.derived import (
+    SEED_PORT_RANGE,
+    SEED_PORTS,
+    ColdStart,
+    cold_start,
+    connection_rate,
+    connections_per_zone,
+    port_range_read_back,
+    time_ports_used,
+    tw_at,
+)
 
-SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range
+SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range, as the seed says
+SEED_FAILURE_S = 38.0  # the seed's first 'address not available', seconds after start
+SEED_RATE = SEED_RANGE / SEED_FAILURE_S  # ~743 new connections/s on the seed's machine
+SEED_ZONES = 30_000
+SEED_TW_BUCKETS = 1000
+# the straight line must rise by this share of the mean time across the counts below the
+# range: a flat (or falling) line gives no time per zone, and any count would look superlinear
+MIN_RISE = 0.05
 TW_KEY = "net.ipv4.tcp_max_tw_buckets"
 SHRINK_HINT = "a smaller port range on the secondary (ip_local_port_range) or more zones"
 SOURCE_30K = "seed 002, the 30k-zone cold start: log line at ~38 s and the port arithmetic"
@@ -90,12 +121,56 @@ def series(run: Run) -> list[Series]:
     return out
 
 
-def judge(run: Run, verdict: Verdict, check: Callable[[Series], str]) -> None:
+def _span(values: list[float], fmt: str = "{:,.0f}") -> str:
+    """'a' or 'a-b' (the smallest and largest of the values, formatted)."""
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
+def range_condition(run: Run, cells: list[Cell]) -> str:
+    """What the lab changed in the port range of the judged cells, from the range read back
+    on each cell's secondary (the seed's 32768-60999 is no change: empty)."""
+    sizes, rates = [], []
+    for cell in cells:
+        read_back = port_range_read_back(run, cell)
+        ports = (int(cell.figure("port_range_size")) if read_back is None
+                 else int(read_back.split()[1]) - int(read_back.split()[0]) + 1)
+        if ports != SEED_PORTS:
+            sizes.append(ports)
+            rate = connection_rate(run, cell)
+            rates += [rate] if rate is not None else []
+    if not sizes:
+        return ""
+    return (f"range scaled to {_span(sizes)} ports"
+            + (f" for {_span(rates)} conn/s" if rates else "")
+            + f" (seed: {SEED_RANGE:,} at ~{SEED_RATE:,.0f}/s)")
+
+
+def zones_condition(cells: list[Cell]) -> str:
+    zones = sorted({int(c.figure("zones", optional=True) or c.params.get("zones") or 0)
+                    for c in cells})
+    if not zones or zones == [SEED_ZONES]:
+        return ""
+    return f"{_span([float(z) for z in zones])} zones (seed: {SEED_ZONES:,})"
+
+
+def lab_conditions(run: Run, verdict: Verdict, cells: list[Cell]) -> None:
+    """The conditions the lab changed for these cells, into the verdict."""
+    for text in (range_condition(run, cells), zones_condition(cells)):
+        verdict.condition(text)
+
+
+def judge(run: Run, verdict: Verdict, check: Callable[[Series], str],
+          phrase: Callable[[], str] | None = None, profile: str = "default") -> None:
     """Run `check` on every series (it returns what it measured, raises AssertionError for
     an absent effect or NotApplicable for an unmet precondition) and combine: see the module
-    docstring."""
+    docstring. `phrase` gives the verdict's short phrase from what the checks saw; the
+    conditions come from the series' cells of `profile`."""
+    everything = series(run)
+    lab_conditions(run, verdict, [c for one in everything for c in one.cells
+                                  if fnmatchcase(str(c.params.get("profile")), profile)])
     measured, failed, unmet = [], [], []
-    for one in series(run):
+    for one in everything:
         prefix = f"{one.label}: " if one.label else ""
         try:
             measured.append(prefix + check(one))
@@ -108,6 +183,8 @@ def judge(run: Run, verdict: Verdict, check: Callable[[Series], str]) -> None:
     if not measured:
         raise NotApplicable("; ".join(unmet) or "no cold-start cells in this run")
     verdict.measured = "; ".join(measured)
+    if phrase is not None:
+        verdict.phrase = phrase()
     if unmet:
         verdict.note("not judged: " + "; ".join(unmet))
     assert not failed, "; ".join(failed)
@@ -164,15 +241,19 @@ def _default_failed(run: Run, one: Series) -> ColdStart:
     limits={"low": 0.90, "high": 1.05},
 )
 def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float) -> None:
+    ratios: list[float] = []
+
     def check(one: Series) -> str:
         _, cs = _default(run, one)
         _exhaustible(cs)
         ratio = cs.tw_peak / cs.ports
+        ratios.append(ratio * 100)
         verdict.measured = f"peak TIME_WAIT {cs.tw_peak:,.0f} = {ratio:.0%} of {cs.ports:,} ports"
         assert low <= ratio <= high, f"TIME_WAIT peak is {ratio:.0%} of the port range"
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    judge(run, verdict, check,
+          lambda: f"TIME_WAIT peaked at {_span(ratios)} % of the port range" if ratios else "")
 
 
 @claim(
@@ -191,20 +272,32 @@ def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float)
 )
 def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
                                   at_ceiling: float) -> None:
+    failures: list[float] = []
+    shares: list[float] = []
+
     def check(one: Series) -> str:
         cell, cs = _default(run, one)
         _exhaustible(cs)
+        failures.append(cs.connect_failures)
         if cs.connect_failures < min_failures or cs.first_connect_failure_s is None:
             verdict.measured = f"{cs.connect_failures} connect failures"
             raise AssertionError("no connect failures with the default port range")
         tw = tw_at(run, cell, cs.first_connect_failure_s)
+        shares.append(100 * tw / cs.ports)
         verdict.measured = (f"{cs.connect_failures:,} connect failures, first at "
                             f"{cs.first_connect_failure_s:.1f} s with TIME_WAIT {tw:,.0f} = "
                             f"{tw / cs.ports:.0%} of {cs.ports:,} ports")
         assert tw >= at_ceiling * cs.ports, "failures started before TIME_WAIT reached the ceiling"
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    def phrase() -> str:
+        if not failures:
+            return ""
+        text = f"{_span(failures)} connect failures"
+        return text + (f", TIME_WAIT at {_span(shares)} % of the range at the first"
+                       if shares else "")
+
+    judge(run, verdict, check, phrase)
 
 
 @claim(
@@ -223,6 +316,8 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
 )
 def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: float,
                               slack_s: float) -> None:
+    firsts: list[float] = []
+
     def check(one: Series) -> str:
         cell, cs = _default(run, one)
         _exhaustible(cs)
@@ -230,23 +325,89 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
         predicted = time_ports_used(run, cell, cs.ports)
         verdict.measured = (f"first failure {fmt_s(first)}, {cs.ports:,} connections opened at "
                             f"{fmt_s(predicted)}")
-        verdict.note(f"{cs.open_rate_per_s:,.0f} new connections/s here; the seed's "
-                     f"{SEED_RANGE:,} ports in 38 s is ~{SEED_RANGE / 38:,.0f}/s")
+        if first is not None:
+            firsts.append(first)
         assert first is not None, "no connect failure"
         assert predicted is not None, "the secondary never opened as many connections as ports"
         lo, hi = low * predicted - slack_s, high * predicted + slack_s
         assert lo <= first <= hi, f"first failure at {first:.1f} s, expected {lo:.1f}-{hi:.1f} s"
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    judge(run, verdict, check,
+          lambda: f"ports ran out {_span(firsts)} s after start" if firsts else "no failure")
+
+
+def seed_range_cells(run: Run) -> list[Cell]:
+    """Cells whose secondary ran the default profile with the seed's exact port range
+    (32768-60999 read back): the calibration cold starts of PORT_RANGE=auto, every default
+    cell of PORT_RANGE=seed."""
+    return [c for c in run.cells if c.params.get("profile", "default") == "default"
+            and port_range_read_back(run, c) == SEED_PORT_RANGE]
 
 
 @claim(
-    "F3.wide-ports.no-failures",
-    title="Profile wide-ports: no connect failures",
-    published="the failures come from the 28,231-port ephemeral range; a range larger than "
-              "the connections opened within 60 s (TIME_WAIT) avoids them",
-    source="seed 002, tuning discussion after the 30k-zone failure", effect=DIRECTIONAL,
+    "F3.seed-range.exhaustion",
+    title="The seed's exact condition: the default 28,231-port range runs out",
+    published="30,000 zones, ip_local_port_range 32768-60999: 'failed to connect: address "
+              "not available' ~38 s after start (~743 new connections/s)",
+    source=SOURCE_30K, effect=DIRECTIONAL,
+    tolerance="connect failures >= 1, starting with TIME_WAIT >= {at_ceiling:.0%} of the "
+              "seed's range (the 1 Hz sample within 1 s after the first)",
+    precondition="a default cell that ran with the seed's range read back (the calibration "
+                 "cold starts, or PORT_RANGE=seed), and exhaustion predicted there: the most "
+                 "connection attempts in any 60 s, capped at the zone count, >= the range",
+    fails_when="no connect failure although the machine opened connections fast enough to "
+               "fill the seed's range, or failures before TIME_WAIT reached it",
+    limits={"at_ceiling": 0.90},
+)
+def test_seed_range_exhaustion(run: Run, verdict: Verdict, at_ceiling: float) -> None:
+    """The seed's own numbers (28,231 ports, 30,000 zones, a machine doing ~743 connections/s)
+    judged where the lab ran them. A slower machine settles TIME_WAIT near rate x 60 s below
+    the range: not applicable, with the peak and the rate (e.g. "peak TIME_WAIT 20,120 of
+    28,232 ports at 447 conn/s"), which is why the default cells run a scaled range."""
+    cells = seed_range_cells(run)
+    if not cells:
+        not_applicable(f"no default cell ran with the seed's range {SEED_PORT_RANGE}")
+    verdict.condition(zones_condition(cells))
+    judged, unmet, failed = [], [], []
+    peaks: list[float] = []
+    ports: list[float] = []
+    rates: list[float] = []
+    for cell in cells:
+        cs = cold_start(run, cell)
+        peaks.append(cs.tw_peak)
+        ports.append(cs.ports)
+        rates.append(connection_rate(run, cell) or cs.open_rate_per_s)
+        label = f"{cell.label}: "
+        if not cs.exhaustion_predicted:
+            unmet.append(label + f"peak TIME_WAIT {cs.tw_peak:,.0f} of {cs.ports:,} ports at "
+                         f"{rates[-1]:,.0f} conn/s, {cs.connect_failures:,} connect failures")
+            continue
+        first = cs.first_connect_failure_s
+        tw = tw_at(run, cell, first) if first is not None else 0.0
+        judged.append(label + f"{cs.connect_failures:,} connect failures"
+                      + (f", first at {first:.1f} s with TIME_WAIT {tw:,.0f}"
+                         if first is not None else ""))
+        if first is None or tw < at_ceiling * cs.ports:
+            failed.append(label + ("no connect failure" if first is None else
+                                   f"failures from TIME_WAIT {tw:,.0f}"))
+    verdict.phrase = (f"peak TIME_WAIT {_span(peaks)} of {_span(ports)} ports at "
+                      f"{_span(rates)} conn/s")
+    require(bool(judged), "; ".join(unmet) + " (the machine cannot fill the seed's range)",
+            "a machine that opens ~743 connections/s, or the scaled range of the default "
+            "cells (F3.default.*)")
+    verdict.measured = "; ".join(judged + unmet)
+    if unmet:
+        verdict.note("not judged: " + "; ".join(unmet))
+    assert not failed, "; ".join(failed)
+
+
+@claim(
+    "F3.wide-ports.no-failures", kind=LAB_CHECK,
+    title="Lab check: profile wide-ports has no connect failures",
+    published="not stated by the seed (it names the 28,231-port range as the cause); the lab "
+              "checks that a range wider than the connections of 60 s removes the failures",
+    source="seed 002, the port arithmetic (the lab's check of it)", effect=DIRECTIONAL,
     tolerance="connect failures <= {max_failures}",
     precondition="the default profile had connect failures in the same run, and wide-ports "
                  "made as many connection attempts within 60 s as the default has ports",
@@ -263,15 +424,15 @@ def test_wide_ports_no_failures(run: Run, verdict: Verdict, max_failures: int) -
             f"{cs.connect_failures} connect failures with the wide port range")
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    judge(run, verdict, check, profile="wide-ports")
 
 
 @claim(
-    "F3.wide-ports.faster",
-    title="Profile wide-ports serves all zones sooner than default",
-    published="many zones => many TCP connections => much tuning: with port exhaustion the "
-              "default setup stalls",
-    source="seed 002, conclusion", effect=DIRECTIONAL,
+    "F3.wide-ports.faster", kind=LAB_CHECK,
+    title="Lab check: profile wide-ports serves all zones sooner than default",
+    published="not stated by the seed (its conclusion: many zones => many TCP connections => "
+              "much tuning); the lab checks that the exhausted default is the slower one",
+    source="seed 002, conclusion (the lab's check of it)", effect=DIRECTIONAL,
     tolerance="wide-ports total time < default total time x {max_ratio} (default not "
               "finishing counts as slower)",
     precondition="the default profile had connect failures in the same run",
@@ -291,7 +452,7 @@ def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None
                 "wide-ports was not faster")
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    judge(run, verdict, check, profile="wide-ports")
 
 
 DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the kernel drops "
@@ -302,11 +463,13 @@ DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the 
 
 
 @claim(
-    "F3.tw-buckets.no-failures",
-    title="Profile tw-buckets: no connect failures (a dangerous 'fix')",
-    published="lowering net.ipv4.tcp_max_tw_buckets (e.g. 1000) 'fixes' the failures by "
-              "destroying TIME_WAIT sockets",
-    source="seed 002, the tcp_max_tw_buckets experiment", effect=DIRECTIONAL,
+    "F3.tw-buckets.no-failures", kind=LAB_CHECK,
+    title="Lab check: profile tw-buckets has no connect failures (a dangerous 'fix')",
+    published="not stated as a result by the seed: it shows tcp_max_tw_buckets=1000 only as a "
+              "CPU chart under 'Tak určitě ...' and warns never to lower it; the lab checks "
+              "that the kernel's cap frees the ports",
+    source="seed 002, the tcp_max_tw_buckets slides (the lab's check of them)",
+    effect=DIRECTIONAL,
     tolerance="connect failures <= {max_failures}",
     precondition="the default profile had connect failures in the same run; this profile "
                  "differs only by a cap that took (read back as requested, below the same "
@@ -316,6 +479,8 @@ DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the 
     note=DANGER,
 )
 def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -> None:
+    caps: list[float] = []
+
     def check(one: Series) -> str:
         default = _default_failed(run, one)
         cell = one.cell("tw-buckets*")
@@ -327,11 +492,15 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
                 f"{default.ports:,}): not the cap alone that differs",
                 "the default's port range and a cap below it")
         verdict.measured = f"{cs.connect_failures} connect failures"
+        caps.append(limit)
         assert cs.connect_failures <= max_failures, (
             f"{cs.connect_failures} connect failures despite the TIME_WAIT cap")
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    try:
+        judge(run, verdict, check, profile="tw-buckets*")
+    finally:
+        cap_condition(verdict, caps)
 
 
 @claim(
@@ -346,6 +515,8 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
     note=DANGER,
 )
 def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
+    caps: list[float] = []
+
     def check(one: Series) -> str:
         cell = one.cell("tw-buckets*")
         node = run.node_with_role("secondary", cell)
@@ -354,6 +525,7 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
                 "a run whose meta.json records the sysctls read back")
         asked = run.sysctls_requested_for(cell.id).get(node, {}).get(TW_KEY)
         limit = int(str(value))
+        caps.append(limit)
         peak = cold_start(run, cell).tw_peak
         verdict.measured = (f"peak TIME_WAIT {peak:,.0f} with tcp_max_tw_buckets={limit:,}"
                             + (f" (requested {asked})" if asked not in (None, str(value)) else ""))
@@ -361,7 +533,16 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
         assert peak <= limit * slack, "TIME_WAIT went above the bucket limit"
         return verdict.measured or ""
 
-    judge(run, verdict, check)
+    try:
+        judge(run, verdict, check, profile="tw-buckets*")
+    finally:
+        cap_condition(verdict, caps)
+
+
+def cap_condition(verdict: Verdict, caps: list[float]) -> None:
+    """A TIME_WAIT cap other than the seed's 1000 (scaled with a narrower range)."""
+    if caps and set(caps) != {SEED_TW_BUCKETS}:
+        verdict.condition(f"tcp_max_tw_buckets {_span(caps)} (seed: {SEED_TW_BUCKETS:,})")
 
 
 def _cap_that_took(run: Run, cell: Cell) -> int:
@@ -372,6 +553,78 @@ def _cap_that_took(run: Run, cell: Cell) -> int:
             f"tcp_max_tw_buckets read back {value}, requested {asked}",
             "a kernel that takes the cap in the secondary's namespace")
     return int(str(value))
+
+
+def transport_pairs(run: Run) -> list[tuple[Cell, Cell]]:
+    """(TCP cell, TLS cell) of the same profile and repetition, from the first profile that
+    has both: wide-ports (no port exhaustion: the time is the transport's), else default."""
+    cells = [c for c in run.cells if c.params.get("phase") != "calibrate"]
+    for profile in ("wide-ports", "default"):
+        pairs = []
+        for tcp in (c for c in cells if c.params.get("profile") == profile
+                    and c.params.get("transport") == "tcp"):
+            tls = [c for c in cells if c.params.get("profile") == profile
+                   and c.params.get("transport") == "tls"
+                   and str(c.params.get("rep")) == str(tcp.params.get("rep"))]
+            if tls:
+                pairs.append((tcp, tls[0]))
+        if pairs:
+            return pairs
+    return []
+
+
+@claim(
+    "F3.xot.reuse",
+    title="XFR over TLS is fast when it reuses connections",
+    published="'XFR přes TLS může být rychlé ... náhodou' (XoT can be fast ... by chance), "
+              "after the chart of mean transfer time TCP vs XoT; the conclusion asks about "
+              "connection reuse",
+    source="seed 002, 'Průměrný čas přenosu: TCP vs. XoT' and the conclusion",
+    effect=DIRECTIONAL,
+    tolerance="for the same zones XoT serves them all in <= {max_time_ratio}x the TCP time "
+              "and opens <= {max_reuse:.0%} of the connections per zone TCP opens (it reuses "
+              "connections)",
+    precondition="a TCP and a TLS cold start of the same profile and repetition (wide-ports, "
+                 "else default), both with zones served",
+    fails_when="XoT opens about as many connections per zone as TCP (no reuse), or takes "
+               "longer than {max_time_ratio}x TCP",
+    limits={"max_time_ratio": 1.0, "max_reuse": 0.5},
+)
+def test_xot_reuse(run: Run, verdict: Verdict, max_time_ratio: float, max_reuse: float) -> None:
+    """The seed's XoT remark, as the lab can measure it: per pair of cold starts of the same
+    zones, the time to serve them all and the TCP connections opened per zone (1 Hz monitor),
+    with the server pair (primary -> secondary) named. Fast *and* reusing is the seed's
+    remark; fast without reuse is not the mechanism, reusing but slow is not "fast"."""
+    pairs = transport_pairs(run)
+    require(bool(pairs), "no TCP and TLS cold starts of the same profile and repetition",
+            "TRANSPORTS=tcp,tls")
+    lab_conditions(run, verdict, [c for pair in pairs for c in pair])
+    parts, failed, reuse, ratios = [], [], [], []
+    for tcp, tls in pairs:
+        per_zone = {name: connections_per_zone(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
+        times = {name: cold_start(run, c).total_time_s for name, c in (("tcp", tcp), ("tls", tls))}
+        ends = f"{tls.params.get('primary', '?')}->{tls.params.get('secondary', '?')}"
+        share = per_zone["tls"] / per_zone["tcp"] if per_zone["tcp"] > 0 else float("inf")
+        reuse.append(share * 100)
+        parts.append(f"{ends} {tls.params.get('profile')}"
+                     + (f" rep {tls.params['rep']}" if "rep" in tls.params else "")
+                     + f": XoT {fmt_s(times['tls'])}, TCP {fmt_s(times['tcp'])}; "
+                     f"{per_zone['tls']:.2f} vs {per_zone['tcp']:.2f} connections per zone")
+        if times["tls"] is None or (times["tcp"] is not None
+                                    and times["tls"] > max_time_ratio * times["tcp"]):
+            failed.append(f"{ends}: XoT slower than TCP")
+        elif times["tcp"] is not None:
+            ratios.append(times["tls"] / times["tcp"])
+        if share > max_reuse:
+            failed.append(f"{ends}: XoT opened {share:.0%} of TCP's connections per zone "
+                          "(no reuse)")
+    pairs_named = sorted({f"{t.params.get('primary', '?')}->{t.params.get('secondary', '?')}"
+                          for _, t in pairs})
+    verdict.phrase = (f"XoT opened {_span(reuse)} % of TCP's connections per zone"
+                      + (f", took {_span(ratios, '{:.2f}')}x its time" if ratios else "")
+                      + f" ({', '.join(pairs_named)})")
+    verdict.measured = "; ".join(parts)
+    assert not failed, "; ".join(failed)
 
 
 @claim(
@@ -385,9 +638,11 @@ def _cap_that_took(run: Run, cell: Cell) -> int:
                  "log (start to end of the AXFR, not daemon start), with a timing error at "
                  "most half the band",
     fails_when="a repetition failed or the spread exceeds {max_rel_std:.1%}",
-    limits={"max_rel_std": 0.02, "min_reps": 3},
+    limits={"max_rel_std": 0.02, "min_reps": 10},
 )
 def test_tld_repeatable(run: Run, verdict: Verdict, max_rel_std: float, min_reps: int) -> None:
+    """The seed's +-0.6 % is a spread over 10 repetitions: fewer (CI runs 3) cannot show it,
+    so they are not applicable with the count."""
     if not run.cells:
         not_applicable("no cells in this run")
     parts, worst = [], 0.0
@@ -409,7 +664,11 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_rel_std: float, min_reps
         rel = statistics.stdev(delays) / mean
         worst = max(worst, rel)
         parts.append(f"{cell.label}: {mean:.2f} s +-{rel:.2%} over {len(delays)}")
+        verdict.phrase = f"{mean:.1f} s +-{rel:.1%} over {len(delays)} AXFRs"
     verdict.measured = "; ".join(parts)
+    records = sorted({int(c.figure("records", optional=True) or 0) for c in run.cells})
+    if records and records[-1] and records[-1] < 14_000_000:
+        verdict.condition(f"{records[-1]:,} records (seed: 14 M)")
     assert worst <= max_rel_std, f"relative stddev {worst:.2%}"
 
 
@@ -418,17 +677,25 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_rel_std: float, min_reps
     title="Smallest zone (SOA + NS): transfer delay ~0, within clock precision",
     published="delay ~0; a negative delay of -0.354 s was measured (log/clock precision)",
     source="seed 002, the smallest-zone measurement", effect=TWO_SIDED,
-    tolerance="|median delay| <= {max_abs_s} s in every cell",
-    precondition="the measurement error (poll interval + round trip) is at most half the "
-                 "band",
-    fails_when="a tiny zone takes longer than {max_abs_s} s to arrive (e.g. waits for a "
-               "refresh timer instead of the NOTIFY)",
-    limits={"max_abs_s": 0.5},
+    tolerance="|median delay| <= {errors}x the lab's own measurement error (poll interval + "
+              "round trip, recorded per repetition) in every cell",
+    precondition="the measurement error is recorded and at most {max_error_s} s (a coarser "
+                 "clock cannot tell ~0 from the seed's -0.354 s)",
+    fails_when="the median delay lies outside +-{errors}x the error: a negative delay (two "
+               "clocks, the seed's artefact) or a tiny zone that takes visibly long to arrive "
+               "(e.g. waits for a refresh timer instead of the NOTIFY)",
+    limits={"errors": 3, "max_error_s": 0.1},
 )
-def test_smallest_delay(run: Run, verdict: Verdict, max_abs_s: float) -> None:
+def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: float) -> None:
+    """The seed: the delay of the smallest zone 'tends to zero' and came out -0.354 s because
+    the two timestamps had different precision (check the test environment first). The lab
+    reads both instants on one clock with an error bar of about +-0.01 s, so 'about zero' is
+    'within a few error bars': -0.354 s and +0.45 s are both far outside (the old band of
+    +-0.5 s passed either)."""
     if not run.cells:
         not_applicable("no cells in this run")
     parts, worst = [], 0.0
+    medians: list[float] = []
     for cell in run.cells:
         delays = [float(d) for d in cell.figure("delays_s") or []]
         assert delays, f"cell {cell.id}: the zone was never served"
@@ -436,14 +703,16 @@ def test_smallest_delay(run: Run, verdict: Verdict, max_abs_s: float) -> None:
         require(raw_error is not None, f"{cell.label}: measurement error not recorded",
                 "a run that records its poll interval + round trip (error_s)")
         error = float(raw_error)
-        require(error <= max_abs_s / 2, f"{cell.label}: measurement error +-{error:.3f} s",
+        require(error <= max_error_s, f"{cell.label}: measurement error +-{error:.3f} s",
                 "a shorter poll interval")
         median = statistics.median(delays)
-        worst = max(worst, abs(median))
+        worst = max(worst, abs(median) / error if error > 0 else float("inf"))
+        medians.append(median)
         parts.append(f"{cell.label}: median {median:.3f} s (max {max(delays):.3f}, "
                      f"error +-{error:.3f} s, n={len(delays)})")
     verdict.measured = "; ".join(parts)
-    assert worst <= max_abs_s, f"delay {worst:.3f} s"
+    verdict.phrase = f"median delay {_span(medians, '{:+.3f}')} s, {worst:.1f}x the error bar"
+    assert worst <= errors, f"delay {worst:.1f}x the measurement error"
 
 
 @claim(
@@ -453,37 +722,83 @@ def test_smallest_delay(run: Run, verdict: Verdict, max_abs_s: float) -> None:
     published="1k..100k zones: 'forget linear behaviour'; at 30k zones the secondary "
               "runs out of ports",
     source="seed 002, the zone-count sweep and conclusion", effect=DIRECTIONAL,
-    tolerance="the marginal time per extra zone between the two largest counts is "
-              ">= {min_spread}x that between the two smallest (a count that never finishes "
-              "counts as superlinear); a fixed start-up cost does not count",
-    precondition=">= {min_points} zone counts, the largest above the port range, the two "
-                 "smallest finished",
-    fails_when="time grows linearly (or sublinearly) with the zone count",
+    tolerance="the largest count takes >= {min_spread}x the time a straight line (fixed "
+              "start-up + time per zone) through the finished counts at or below the port "
+              "range predicts for it; a count stalled at its deadline counts only when the "
+              "deadline is >= {min_spread}x that prediction",
+    precondition=">= {min_points} zone counts, the largest above the port range, >= 2 "
+                 "finished counts at or below it whose time grows with the count",
+    fails_when="the largest count takes about what the straight line predicts (linear), or "
+               "less",
     limits={"min_spread": 1.3, "min_points": 3},
 )
 def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_points: int) -> None:
+    """Judged per secondary against a line fitted where ports cannot run out. The old rule
+    divided the marginal time between the two largest counts by that between the two
+    smallest, `max(low, 1e-9)`: two small counts that took the same time (or the second
+    less) made any sweep ~10^6x "superlinear", and a count that hit its deadline passed
+    however short the deadline was."""
     cells = run.cells_where(profile="default") or [
         c for c in run.cells if "profile" not in c.params]
     cells = [c for c in cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
     counts = sorted({int(c.params["zones"]) for c in cells})
     require(len(counts) >= min_points, f"{len(counts)} zone count(s) with profile default",
             f"ZONES with >= {min_points} values")
+    verdict.condition(range_condition(run, cells))
+    if counts[-1] < 100_000:
+        verdict.condition(f"counts {counts[0]:,}-{counts[-1]:,} (seed: 1,000-100,000)")
+    by_secondary: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_secondary.setdefault(str(cell.params.get("secondary", "")), []).append(cell)
+    parts, phrases, failed = [], [], []
+    for secondary, group in sorted(by_secondary.items()):
+        text, ratio = _sweep_ratio(run, group, min_spread)
+        label = f"{secondary}: " if secondary else ""
+        parts.append(label + text)
+        phrases.append(f"{ratio:.1f}x" + (f" ({secondary})" if secondary else ""))
+        if ratio < min_spread:
+            failed.append(f"{label}{ratio:.2f}x the linear time")
+    verdict.measured = "; ".join(parts)
+    verdict.phrase = f"{counts[-1]:,} zones took {', '.join(phrases)} the linear time"
+    assert not failed, "time grows linearly with the zone count: " + "; ".join(failed)
+
+
+def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, float]:
+    """(what was measured, the largest count's time over the line's prediction) for the cells
+    of one secondary; NotApplicable when the line or the largest count cannot be judged."""
     ports = max(int(c.figure("port_range_size")) for c in cells)
-    require(counts[-1] > ports, f"largest count {counts[-1]:,} <= {ports:,} ports",
-            "a zone count above the port range")
-    total: dict[int, float] = {}
+    total: dict[int, float | None] = {}
+    deadline: dict[int, float | None] = {}
     for cell in cells:
         value = cell.figure("total_time_s")
-        total[int(cell.params["zones"])] = float("inf") if value is None else float(value)
-    z = counts
-    require(np.isfinite(total[z[0]]) and np.isfinite(total[z[1]]),
-            f"the smallest counts ({z[0]:,}, {z[1]:,}) did not finish", "a working secondary")
-    low = (total[z[1]] - total[z[0]]) / (z[1] - z[0])
-    high = (total[z[-1]] - total[z[-2]]) / (z[-1] - z[-2])
-    text = ", ".join(f"{n:,}: {'stalled' if not np.isfinite(total[n]) else f'{total[n]:.1f} s'}"
-                     for n in z)
-    ratio = float("inf") if not np.isfinite(high) else high / max(low, 1e-9)
-    verdict.measured = (f"total time {text}; marginal {low * 1000:.1f} -> "
-                        f"{'stalled' if not np.isfinite(high) else f'{high * 1000:.1f}'} ms "
-                        f"per zone ({ratio:.2f}x)")
-    assert ratio >= min_spread, f"time grows linearly with the zone count ({ratio:.2f}x)"
+        zones = int(cell.params["zones"])
+        total[zones] = None if value is None or not _finite(value) else float(value)
+        limit = cell.figure("deadline_s", optional=True) or run.params.get("deadline_s")
+        deadline[zones] = float(limit) if limit is not None else None
+    counts = sorted(total)
+    largest = counts[-1]
+    require(largest > ports, f"largest count {largest:,} <= {ports:,} ports",
+            "a zone count above the port range")
+    linear = [n for n in counts if n <= ports and total[n] is not None]
+    require(len(linear) >= 2, f"{len(linear)} finished count(s) at or below the {ports:,} "
+            "ports", "two or more zone counts below the port range")
+    slope, start_up = np.polyfit(linear, [total[n] for n in linear], 1)
+    rise = slope * (linear[-1] - linear[0])
+    require(rise > MIN_RISE * float(np.mean([total[n] for n in linear])), f"the counts {', '.join(f'{n:,}' for n in linear)} took "
+            f"{', '.join(f'{total[n]:.1f} s' for n in linear)}: no time per zone to "
+            "extrapolate", "zone counts far enough apart to time")
+    predicted = float(start_up + slope * largest)
+    text = ", ".join(f"{n:,}: {'stalled' if total[n] is None else f'{total[n]:.1f} s'}"
+                     for n in counts)
+    measured = total[largest]
+    if measured is None:
+        limit = deadline[largest]
+        require(limit is not None and limit >= min_spread * predicted,
+                f"{largest:,} zones stalled at its {limit} s deadline, the line predicts "
+                f"{predicted:.1f} s: too short a deadline to tell",
+                f"a deadline >= {min_spread}x the linear time (DEADLINE_S)")
+        assert limit is not None
+        return (f"total time {text}; linear {predicted:.1f} s for {largest:,}, stalled past "
+                f"{limit:.0f} s (>= {limit / predicted:.2f}x)"), limit / predicted
+    ratio = measured / predicted if predicted > 0 else float("inf")
+    return (f"total time {text}; linear {predicted:.1f} s for {largest:,} ({ratio:.2f}x)"), ratio

@@ -104,3 +104,43 @@ def tw_at(run: Run, cell: Cell, t: float) -> float:
     if near.empty:
         near = mon.iloc[(mon["t"] - t).abs().argsort()[:1]]
     return float(near["tcp_time_wait"].max())
+
+
+SEED_PORT_RANGE = "32768 60999"  # the seed's (and Linux's) default ip_local_port_range
+SEED_PORTS = port_range_size(SEED_PORT_RANGE)  # 28,232 ports (the seed says 28,231)
+PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
+
+
+def port_range_read_back(run: Run, cell: Cell) -> str | None:
+    """The secondary's ip_local_port_range as the kernel read it back in this cell."""
+    return cell.sysctl(run.node_with_role("secondary", cell), PORT_RANGE_KEY)
+
+
+def connection_rate(run: Run, cell: Cell) -> float | None:
+    """New TCP connections per second the secondary opened: the rate the run sized its port
+    range from (meta.json `port_range_choice` for the cell's secondary and transport, the
+    calibration's first `failure_at_s`), else the cell's own peak 10 s rate (None for a cell
+    without its raw files)."""
+    key = f"{cell.params.get('secondary', '')},{cell.params.get('transport', 'tcp')}"
+    choice = (run.meta.get("port_range_choice") or {}).get(key) or {}
+    rate = choice.get("rate_used_per_s")
+    if rate:
+        return float(rate)
+    try:
+        return cold_start(run, cell).open_rate_per_s
+    except LabError:
+        return None
+
+
+def connections_per_zone(run: Run, cell: Cell) -> float:
+    """TCP connections the secondary opened per zone it served in a cold start (1 Hz monitor:
+    active opens from the first to the last sample, over the zones served at the end)."""
+    node = run.node_with_role("secondary", cell)
+    mon = cell.monitor(node, ("t", "tcp_active_opens")).sort_values("t")
+    opened = float(mon["tcp_active_opens"].iloc[-1] - mon["tcp_active_opens"].iloc[0])
+    done = cell.csv("zones_done.csv", ("t", "zones_served"))
+    served = float(done["zones_served"].max()) if not done.empty else 0.0
+    if served <= 0:
+        raise LabError(f"{cell.rel('zones_done.csv')}: no zone served",
+                       hint="see the secondary's log in the cell folder")
+    return opened / served

@@ -121,9 +121,55 @@ def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float =
     return cells
 
 
-def sweep_cells(totals: dict[int, float | None], ports: int = 100) -> list[CellData]:
+def sweep_cells(totals: dict[int, float | None], ports: int = 100,
+                deadline_s: float = 600.0) -> list[CellData]:
     return [CellData({"profile": "default", "zones": z},
-                     {"zones": z, "port_range_size": ports, "total_time_s": t})
+                     {"zones": z, "port_range_size": ports, "total_time_s": t,
+                      "deadline_s": deadline_s})
             for z, t in totals.items()]
 
 
+
+
+def fluid_cell(params: dict[str, Any], ports: int, rate: float, zones: int, *,
+               tw_lifetime: float = 60.0, conns_per_zone: float = 1.0,
+               duration_s: int = 120) -> CellData:
+    """A cold start at the seed's scale without simulating each transfer: per second `rate`
+    transfer attempts, each opening `conns_per_zone` connections (XoT may reuse one), closed
+    connections held `tw_lifetime` s in TIME_WAIT, attempts failing once every port is held.
+    Writes the 1 Hz monitor, zones served and the connect failures (not each transfer_ok)."""
+    closed: list[float] = []  # connections closed per second, for TIME_WAIT
+    served = opens = 0.0
+    events: list[list[Any]] = []
+    mon_rows: list[list[Any]] = []
+    done_rows: list[list[Any]] = []
+    for sec in range(duration_s + 1):
+        held = sum(closed[-int(tw_lifetime):]) if tw_lifetime >= 1 else 0.0
+        attempts = min(rate, zones - served)
+        room = max(ports - held, 0.0) / conns_per_zone
+        ok = min(attempts, room)
+        events += [[sec + i / max(attempts - ok, 1), "connect_failed", f"z{i}."]
+                   for i in range(int(attempts - ok))]
+        served += ok
+        opens += ok * conns_per_zone
+        closed.append(ok * conns_per_zone)
+        tw = min(sum(closed[-int(tw_lifetime):]) if tw_lifetime >= 1 else 0.0, ports)
+        mon_rows.append([sec, 5.0, 52000, 0, 0, int(1000 + opens), 3, 0, 0, 0, 2, int(tw), 0,
+                         int(tw) + 6])
+        done_rows.append([sec, int(served)])
+        if served >= zones:
+            break
+    return CellData(
+        params={"profile": "default", **params},
+        figures={"zones": zones, "port_range_size": ports},
+        csv={"monitor/sec.csv": (MONITOR_COLUMNS, mon_rows),
+             "zones_done.csv": (["t", "zones_served"], done_rows),
+             "xfr_events.csv": (["t", "event", "zone"], events or [[0, "transfer_ok", "z0."]])},
+        sysctls={"sec": port_sysctls(ports), "pri": port_sysctls(28232)})
+
+
+def seed_calibration_cell(rate: float, zones: int = 30000, *, transport: str = "tcp",
+                          tw_lifetime: float = 60.0) -> CellData:
+    """A calibration cold start with the seed's 32768-60999 (28,232 ports)."""
+    return fluid_cell({"phase": "calibrate", "transport": transport}, 28232, rate, zones,
+                      tw_lifetime=tw_lifetime)

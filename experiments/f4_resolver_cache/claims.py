@@ -19,11 +19,20 @@ from __future__ import annotations
 
 from scipy.stats import mannwhitneyu
 
-from analysis.claim import DIRECTIONAL, TWO_SIDED, Verdict, claim, not_applicable, require
+from analysis.claim import (
+    DIRECTIONAL,
+    TWO_SIDED,
+    Verdict,
+    claim,
+    cores_condition,
+    not_applicable,
+    require,
+)
 from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
 from analysis.rundata import Cell, Run
 
 SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
+SEED_CORES = 4  # Unbound's num-threads 4 on the seed's machine
 
 
 def _by_q(run: Run, cache: str) -> dict[int, Cell]:
@@ -46,7 +55,7 @@ def _generator_free(run: Run, cells: dict[str, Cell]) -> None:
 
 @claim(
     "F4.warm-over-cold",
-    title="A warm cache answers 2-4x faster than a cold one, at every -q",
+    title="A warm cache answers 2.3-4.2x faster than a cold one, at every -q",
     published="warm/cold 1,204/290 = 4.2x (-q 100), 1,463/630 = 2.3x (-q 200), "
               "1,710/563 = 3.0x (-q 300)",
     source=SOURCE, effect=TWO_SIDED,
@@ -56,10 +65,15 @@ def _generator_free(run: Run, cells: dict[str, Cell]) -> None:
                  "dnsperf's own ceiling for it, measured in the run",
     fails_when="the warm cache gains less than {low}x, or more than {high}x (no upstream "
                "tail holding the warm pass back)",
-    limits={"low": 1.5, "high": 6.0, "min_cold_ms": 20.0, "bound": GENERATOR_BOUND_SHARE},
+    limits={"low": 2.0, "high": 4.8, "min_cold_ms": 20.0, "bound": GENERATOR_BOUND_SHARE},
 )
 def test_warm_over_cold(run: Run, verdict: Verdict, low: float, high: float,
                         min_cold_ms: float, bound: float) -> None:
+    """The seed's three ratios span 2.3x (-q 200) to 4.2x (-q 100); the band is that range
+    widened by ~15 % either side (2.0-4.8x) for the run-to-run spread of one pass each. The
+    old 1.5-6x passed a 5.5x lab whose warm pass had no slow tail, which is not the seed's
+    mechanism."""
+    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
     cold, warm = _by_q(run, "cold"), _by_q(run, "warm")
     common = sorted(set(cold) & set(warm))
     if not common:
@@ -74,6 +88,8 @@ def test_warm_over_cold(run: Run, verdict: Verdict, low: float, high: float,
                           for state, cells in (("cold", cold), ("warm", warm))})
     ratios = {q: _qps(warm[q]) / _qps(cold[q]) for q in common}
     verdict.measured = ", ".join(f"-q {q}: {r:.2f}x" for q, r in ratios.items())
+    verdict.phrase = (f"warm/cold {min(ratios.values()):.1f}-{max(ratios.values()):.1f}x "
+                      f"at -q {min(common)}-{max(common)}")
     off = [q for q, r in ratios.items() if not low <= r <= high]
     assert not off, ", ".join(f"{ratios[q]:.2f}x at -q {q}" for q in off)
 
@@ -102,6 +118,7 @@ def test_warm_scales(run: Run, verdict: Verdict, min_gain: float, min_tail: floa
     if len(warm) < 2:
         not_applicable(f"fewer than two -q values <= {max_q} with a warm cache")
     qs = sorted(warm)
+    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
     for q in qs:
         if q in cold:
             w_ms = float(warm[q].figure("avg_latency_ms"))
@@ -120,6 +137,8 @@ def test_warm_scales(run: Run, verdict: Verdict, min_gain: float, min_tail: floa
             "slow and failing names in the emulated internet")
     _generator_free(run, {f"warm -q {q}": warm[q] for q in qs})
     verdict.measured = " -> ".join(f"{_qps(warm[q]):,.0f} (-q {q})" for q in qs)
+    verdict.phrase = "warm qps " + " -> ".join(f"{_qps(warm[q]):,.0f}" for q in qs) + (
+        f" at -q {qs[0]}-{qs[-1]}")
     for a, b in zip(qs, qs[1:], strict=False):
         assert _qps(warm[b]) >= (1 + min_gain) * _qps(warm[a]), (
             f"warm qps from -q {a} to -q {b}: {_qps(warm[b]) / _qps(warm[a]) - 1:+.0%}")

@@ -49,7 +49,8 @@ def test_index_lists_runs_with_verdicts(results: Path) -> None:
     rows = {r["path"]: r for r in index.list_runs(results)}
     assert len(rows) == len(list(results.glob("*/*/meta.json")))
     good = rows["xfr-30k-zones/20250101T000000Z-good"]
-    assert [v["status"] for v in good["verdicts"]] == ["reproduced"] * 7
+    # the seed's exact range and XoT: neither in the synthetic run (no such cells)
+    assert [v["status"] for v in good["verdicts"]].count("reproduced") == 7
     assert rows["xfr-30k-zones/20250104T000000Z-interrupted"]["complete"] == 0
     # a deleted run disappears on rebuild
     shutil.rmtree(results / "xfr-tld")

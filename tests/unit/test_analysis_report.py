@@ -24,22 +24,24 @@ def test_run_analysis_writes_summary_plots_and_report(results: Path) -> None:
     summary = run_analysis(run)
     on_disk = json.loads((run / "summary.json").read_text())
     assert on_disk["verdicts"] == summary["verdicts"]
-    assert len(summary["verdicts"]) == 7
-    assert set(summary["verdicts"][0]) >= {"claim_id", "finding", "title", "status",
-                                           "published", "measured", "tolerance", "detail"}
+    assert len(summary["verdicts"]) == 9
+    assert set(summary["verdicts"][0]) >= {"claim_id", "finding", "title", "status", "line",
+                                           "conditions", "published", "measured",
+                                           "tolerance", "detail"}
     assert summary["cells"]["profile=default"]["figures"]["zones"] == 150
     assert summary["schema_version"] == 2
     for name in ("time_wait", "zones_served", "connect_failures"):
         assert (run / "report" / f"{name}.png").stat().st_size > 10_000
         assert "<svg" in (run / "report" / f"{name}.svg").read_text()
     html = (run / "report" / "report.html").read_text()
-    assert html.count('<tr class="verdict"') == 7
+    assert html.count('<tr class="verdict"') == 9
     assert html.count("data:image/png;base64,") == 3
     assert "../cells/profile%3Ddefault/xfr_events.csv" in html
     assert "net.ipv4.ip_local_port_range" in html
     md = (run / "report" / "summary.md").read_text()
     assert md.index("## Verdicts") < md.index("## Plots") < md.index("## Environment")
-    assert "| ✔ reproduced | F3.default.connect-failures" in md
+    assert "| ✔ reproduced | **Reproduced: " in md  # the slide line first
+    assert "F3.default.connect-failures" in md
     assert (results / "index.sqlite").is_file()
 
 
@@ -94,7 +96,7 @@ def test_report_renders_in_headless_chromium(results: Path, tmp_path: Path) -> N
              "--no-first-run", f"--user-data-dir={tmp_path / 'chrome'}"]
     dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    assert len(re.findall(r'<tr class="verdict"', dom)) == 7
+    assert len(re.findall(r'<tr class="verdict"', dom)) == 9
     assert len(re.findall(r"<img ", dom)) == 3
     assert dom.count("✔ reproduced") == 7
     shot = tmp_path / "shot.png"

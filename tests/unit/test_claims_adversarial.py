@@ -101,12 +101,15 @@ def test_f1_single_step_stair_is_not_applicable(tmp_path: Path) -> None:
         assert verdict(run, claim_id)["status"] == "not_applicable", claim_id
 
 
-def test_f1_latency_grows_syn_drops_are_not_answer_latency(tmp_path: Path) -> None:
+def test_f1_latency_grows_through_dropped_syns_is_the_seeds_mechanism(tmp_path: Path) -> None:
+    """3,241 ms = a SYN retried after 1 s and 2 s plus the answer: judged, and named."""
     after = f1_fx.stair_rows(4000, worst_ms={float(r): 3241.0 for r in range(2000, 12001, 200)})
     for row in after:
         row[STAIR["listen_drops"]] = 16
     run = f1_fx.fallback_run(tmp_path, f1_cells(after_rows=after))
-    expect(run, "F1.latency-grows", "not_applicable")
+    expect(run, "F1.latency-grows", "reproduced")
+    v = verdict(run, "F1.latency-grows")
+    assert "SYN drops 0 / 16" in v["measured"] and "(SYN retries)" in v["line"]
 
 
 def test_f1_tcp_share_blank_is_not_a_verdict(tmp_path: Path) -> None:
@@ -251,7 +254,7 @@ def test_f3_default_holds_against_a_kernel_without_time_wait(tmp_path: Path) -> 
 
 def test_f3_tld_nan_repetition_is_not_a_pass(tmp_path: Path) -> None:
     run = f3_fx.write_xfr_run(tmp_path, "xfr-tld", f3_fx.timed_cells(
-        {"bind": [26.5, float("nan"), 26.4, 26.6]}))
+        {"bind": [26.5, float("nan"), 26.4, 26.6, 26.5, 26.5, 26.4, 26.6, 26.5, 26.5]}))
     expect(run, "F3.tld.repeatable", "not_reproduced")
 
 
