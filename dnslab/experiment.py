@@ -258,6 +258,28 @@ class Run:
             "dangerous": profile.dangerous}
         return profile
 
+    def profile_extended(self, name: str, node: str, sysctls: dict[str, str]) -> None:
+        """Record in meta.json that the experiment set `sysctls` on `node` beside profile
+        `name` (e.g. F3's calibrated port range under `default`): the profile's entry keeps
+        them under `set_by_experiment` (node -> key -> values, in the order set) and its
+        description says so, so "kernel defaults" is never all a reader sees."""
+        if not sysctls:
+            return
+        entry = self.meta.setdefault("profiles", {}).get(name)
+        if entry is None:
+            self.profile(name)
+            entry = self.meta["profiles"][name]
+        entry.setdefault("profile_description", entry["description"])
+        added = entry.setdefault("set_by_experiment", {}).setdefault(node, {})
+        for key, value in sysctls.items():
+            if str(value) not in added.setdefault(key, []):
+                added[key].append(str(value))
+        also = "; ".join(f"{key} = {' / '.join(values)} on {where}"
+                         for where, keys in entry["set_by_experiment"].items()
+                         for key, values in keys.items())
+        entry["description"] = (f"{entry['profile_description']}, except what the experiment "
+                                f"set: {also}")
+
     @contextmanager
     def cell(self, cell_id: str, params: dict[str, Any]) -> Iterator[Cell]:
         """Run one cell: its lab is torn down on the way out, whatever happened inside."""

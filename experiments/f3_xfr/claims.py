@@ -542,7 +542,7 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
 def cap_condition(verdict: Verdict, caps: list[float]) -> None:
     """A TIME_WAIT cap other than the seed's 1000 (scaled with a narrower range)."""
     if caps and set(caps) != {SEED_TW_BUCKETS}:
-        verdict.condition(f"tcp_max_tw_buckets {_span(caps)} (seed: {SEED_TW_BUCKETS:,})")
+        verdict.condition(f"TIME_WAIT cap {_span(caps)} (seed: {SEED_TW_BUCKETS:,})")
 
 
 def _cap_that_took(run: Run, cell: Cell) -> int:
@@ -782,10 +782,12 @@ def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, f
     linear = [n for n in counts if n <= ports and total[n] is not None]
     require(len(linear) >= 2, f"{len(linear)} finished count(s) at or below the {ports:,} "
             "ports", "two or more zone counts below the port range")
-    slope, start_up = np.polyfit(linear, [total[n] for n in linear], 1)
+    slope, start_up = np.polyfit(linear, [float(total[n] or 0.0) for n in linear], 1)
     rise = slope * (linear[-1] - linear[0])
-    require(rise > MIN_RISE * float(np.mean([total[n] for n in linear])), f"the counts {', '.join(f'{n:,}' for n in linear)} took "
-            f"{', '.join(f'{total[n]:.1f} s' for n in linear)}: no time per zone to "
+    times = [float(total[n] or 0.0) for n in linear]
+    require(rise > MIN_RISE * float(np.mean(times)),
+            f"the counts {', '.join(f'{n:,}' for n in linear)} took "
+            f"{', '.join(f'{t:.1f} s' for t in times)}: no time per zone to "
             "extrapolate", "zone counts far enough apart to time")
     predicted = float(start_up + slope * largest)
     text = ", ".join(f"{n:,}: {'stalled' if total[n] is None else f'{total[n]:.1f} s'}"

@@ -197,6 +197,10 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
     if run.finished(cell_id) is not None:
         return None
     sysctls = effective_sysctls(run, profile_name, port_range)
+    # meta.json's profile description says what the run set beside the profile
+    profile = node_sysctls(run.profile(profile_name), allow_host_sysctls())
+    run.profile_extended(profile_name, secondary,
+                         {k: v for k, v in sysctls.items() if profile.get(k) != v})
     check_transport(transport, pair.primary_kind, server)
     xot = {"xot": True} if transport == "tls" else {}
     # the effective sysctls are read back into meta.json; the figures carry the two that

@@ -16,7 +16,7 @@ import pytest
 from analysis import synthetic
 from analysis.claim import CALIBRATION, LAB_CHECK, REGISTRY, REPRODUCTION
 from analysis.rundata import load_run
-from analysis.verdicts import evaluate, experiment_claims
+from analysis.verdicts import LINE_LIMIT, STATUS_WORD, evaluate, experiment_claims, slide_line
 from experiments.f1_tcp_fallback import fixtures as f1_fx
 from experiments.f2_dnsdist import fixtures as f2_fx
 from experiments.f3_xfr import fixtures as f3_fx
@@ -378,6 +378,11 @@ def test_claim_verdict(tmp_path: Path, claim_id: str, case: str,
         assert v["detail"], "not applicable always says why"
     else:
         assert v["measured"], "a judged claim always says what it measured"
+    # the slide's line: short, led by the status word, with every condition the lab changed
+    assert len(v["line"]) <= LINE_LIMIT, v["line"]
+    assert v["line"].startswith(STATUS_WORD[v["status"]] + ": "), v["line"]
+    assert all(c in v["line"] for c in v["conditions"]), (v["line"], v["conditions"])
+    assert "connections/s here" not in v["line"] + v["detail"]
 
 
 def test_every_claim_has_present_absent_and_unmet_cases() -> None:
@@ -556,3 +561,30 @@ def test_f3_claims_judge_every_transport_and_repetition(tmp_path: Path, claim_id
         assert "calibrate" not in v["measured"]
     if case == ABSENT:
         assert "tls rep 1" in v["detail"]
+
+
+def test_f3_lines_state_the_scaled_range_once(tmp_path: Path) -> None:
+    v = verdicts_of(GOOD(tmp_path))
+    line = v["F3.default.failure-time"]["line"]
+    assert line.startswith("Reproduced: ports ran out "), line
+    assert "range scaled to 100 ports for " in line and "(seed: 28,231 at ~743/s)" in line
+    assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
+    assert line.count("conn/s") == 1
+    assert "TIME_WAIT cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
+
+
+def test_seed_range_unmet_says_the_measured_peak_and_rate(tmp_path: Path) -> None:
+    v = verdicts_of(seed_range(f3_fx.seed_calibration_cell(447))(tmp_path))
+    seed = v["F3.seed-range.exhaustion"]
+    assert seed["status"] == "not_applicable"
+    assert seed["line"] == ("Not applicable: peak TIME_WAIT 26,820 of 28,232 ports at 447 "
+                            "conn/s"), seed["line"]
+
+
+def test_slide_line_shortens_the_phrase_never_the_conditions() -> None:
+    conditions = ["range scaled to 17,005-17,692 ports for 447-466 conn/s (seed: 28,231 at "
+                  "~743/s)", "1,000 zones (seed: 30,000)"]
+    line = slide_line("reproduced", "word " * 40, conditions)
+    assert len(line) <= LINE_LIMIT and line.endswith("; ".join(conditions)), line
+    assert "…" in line
+    assert slide_line("not_applicable", None, []) == "Not applicable: "

@@ -1,0 +1,53 @@
+"""F3: what the run really set is said where a reader looks - meta.json's profile description
+(the runner) and the verdicts' conditions (the analysis, from the cells' read-back sysctls,
+so runs from before the runner said it are described correctly too)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.rundata import load_run
+from analysis.verdicts import evaluate
+from dnslab import experiment, experiment_spec, paths
+from experiments.f3_xfr import fixtures as f3_fx
+
+RANGE_KEY = "net.ipv4.ip_local_port_range"
+
+
+def test_profile_description_says_what_the_experiment_set(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    spec = experiment_spec.load_spec("xfr-30k-zones")
+    run = experiment.Run(spec, experiment_spec.resolve_params(spec, {}, "ci"), "netns", False,
+                         ["make", "experiment"], "ci")
+    run.profile("default")
+    run.profile_extended("default", "sec-bind", {RANGE_KEY: "32768 60999"})
+    run.profile_extended("default", "sec-bind", {RANGE_KEY: "20000 37004"})
+    run.profile_extended("default", "sec-bind", {RANGE_KEY: "20000 37004"})
+    run.profile_extended("wide-ports", "sec-bind", {})
+    run.save_meta()
+    meta = json.loads((run.path / "meta.json").read_text())
+    default = meta["profiles"]["default"]
+    assert default["description"] == (
+        "kernel defaults (nothing set), except what the experiment set: "
+        f"{RANGE_KEY} = 32768 60999 / 20000 37004 on sec-bind")
+    assert default["set_by_experiment"] == {"sec-bind": {RANGE_KEY: ["32768 60999",
+                                                                      "20000 37004"]}}
+    assert default["profile_description"] == "kernel defaults (nothing set)"
+    assert "set_by_experiment" not in meta["profiles"].get("wide-ports", {})
+
+
+def test_an_old_run_is_described_by_its_read_back_range(tmp_path: Path) -> None:
+    """A run written before meta.json said what it set (no port_range_choice, the profile
+    'nothing set'): the range read back on the secondary still reaches the verdict."""
+    cells = [f3_fx.xfr_cell("default", 17005, zones=150, rate=10.0, seed=1)]
+    run_dir = f3_fx.xfr_30k(tmp_path, cells)
+    verdicts, errors = evaluate(load_run(run_dir))
+    assert errors == []
+    conditions = {v["claim_id"]: v["conditions"] for v in verdicts}
+    assert any(c.startswith("range scaled to 17,005 ports for ")
+               for c in conditions["F3.default.tw-ceiling"]), conditions
+    # the seed's own range is no change
+    seed_dir = f3_fx.xfr_30k(tmp_path / "seed", [f3_fx.xfr_cell("default", 28232, zones=150)])
+    verdicts, _ = evaluate(load_run(seed_dir))
+    assert not any("range scaled" in c for v in verdicts for c in v["conditions"])

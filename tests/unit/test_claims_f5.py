@@ -1,0 +1,76 @@
+"""F5.tso-win-divisor's false-pass rate: with no effect at all, how often does the claim's
+decision say "significantly worse"? The old rule (qps test *or* latency test, each at 0.05)
+passed 7-10 % of null runs at 20 vs 20 trials; the rule now (Bonferroni: each at 0.025) must
+stay at or below ~5 %. Simulated with the claim's own decision function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import mannwhitneyu
+
+from experiments.f5_tcp_sysctl.claims import worse_by_either
+
+TRIALS = 20  # the DIINER study's (and SCALE=full's) trials per setting
+RUNS = 3000
+ALPHA = 0.05
+
+
+def null_runs(seed: int) -> list[tuple[pd.Series, pd.Series, pd.Series, pd.Series]]:
+    """Default and tso cells drawn from the same distribution: qps ~ N(18,000, 600), latency
+    falling with qps (correlation ~ -0.5), as a saturated server's trials do."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(RUNS):
+        qps = rng.normal(18000, 600, size=(2, TRIALS))
+        latency = 40 - 0.01 * (qps - 18000) + rng.normal(0, 6, size=(2, TRIALS))
+        runs.append((pd.Series(qps[0]), pd.Series(latency[0]), pd.Series(qps[1]),
+                     pd.Series(latency[1])))
+    return runs
+
+
+def claim_passes(base_qps: pd.Series, base_lat: pd.Series, qps: pd.Series,
+                 lat: pd.Series) -> bool:
+    """F5.tso-win-divisor's verdict on one run: worse, and not significantly more qps."""
+    worse, _, _ = worse_by_either(base_qps, base_lat, qps, lat, ALPHA)
+    more = float(mannwhitneyu(qps, base_qps, alternative="greater").pvalue)
+    return worse and more >= ALPHA
+
+
+def old_rule_passes(base_qps: pd.Series, base_lat: pd.Series, qps: pd.Series,
+                    lat: pd.Series) -> bool:
+    p_qps = float(mannwhitneyu(qps, base_qps, alternative="less").pvalue)
+    p_lat = float(mannwhitneyu(lat, base_lat, alternative="greater").pvalue)
+    more = float(mannwhitneyu(qps, base_qps, alternative="greater").pvalue)
+    return (p_qps < ALPHA or p_lat < ALPHA) and more >= ALPHA
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[tuple[pd.Series, pd.Series, pd.Series, pd.Series]]:
+    return null_runs(seed=2026)
+
+
+def test_tso_false_pass_rate_without_an_effect_is_at_most_five_percent(runs) -> None:
+    rate = sum(claim_passes(*r) for r in runs) / len(runs)
+    assert rate <= 0.055, f"{rate:.1%} of null runs pass"
+
+
+def test_the_old_either_test_rule_passed_too_often(runs) -> None:
+    """The bug this fixes, shown on the same simulated runs."""
+    rate = sum(old_rule_passes(*r) for r in runs) / len(runs)
+    assert rate >= 0.065, f"{rate:.1%}"
+
+
+def test_a_real_loss_still_passes_most_of_the_time() -> None:
+    """The correction costs little power: a 5 % qps loss at 20 vs 20 trials."""
+    rng = np.random.default_rng(7)
+    passed = 0
+    for _ in range(300):
+        base = rng.normal(18000, 600, TRIALS)
+        worse = rng.normal(18000 * 0.95, 600, TRIALS)
+        latency = [pd.Series(40 - 0.01 * (q - 18000) + rng.normal(0, 6, TRIALS))
+                   for q in (base, worse)]
+        passed += claim_passes(pd.Series(base), latency[0], pd.Series(worse), latency[1])
+    assert passed / 300 >= 0.9
