@@ -396,3 +396,38 @@ def test_f5_verdicts_and_statistics_pool_a_profiles_rounds(tmp_path: Path, gain,
         expect(run, claim_id, wanted)
         stats.append(write_stats(load_run(run)))
     assert stats[0] == stats[1] and stats[0]["l100"]["qps"]
+
+
+# --- altered data: every effect removed or reversed in the raw files, nothing reproduced ------
+
+def _seed_like_runs() -> dict[str, Any]:
+    """Runs where every claim of their experiment is reproduced, built as the tests above."""
+    from tests.unit import test_analysis_claims as cases
+
+    def xfr_30k_with_tls(root: Path) -> Path:
+        good = [cases.std("default"), cases.std("wide-ports"), cases.std("tw-buckets-50")]
+        tls = [f3_fx.fluid_cell({"profile": "wide-ports", "transport": t, "rep": 0,
+                                 "primary": "bind", "secondary": "bind"}, 63453, rate, 3000,
+                                conns_per_zone=conns)
+               for t, rate, conns in (("tcp", 400, 1.0), ("tls", 500, 0.01))]
+        return f3_fx.xfr_30k(root, [*good, *tls, f3_fx.seed_calibration_cell(750)])
+
+    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": cases.tld(cases.STEADY),
+            "xfr-smallest": cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
+            "xfr-zone-sweep": cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None}),
+            "tcp-fallback": cases.f1(extra=[cases.function_cell(3, 3)]),
+            "dnsdist-listeners": cases.f2(), "resolver-cache": cases.f4(),
+            "tcp-sysctl": cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})}
+
+
+@pytest.mark.parametrize("experiment", sorted(_seed_like_runs()))
+def test_altered_data_leaves_nothing_reproduced(tmp_path: Path, experiment: str) -> None:
+    from analysis.altered import ALTERATIONS, alter_and_judge
+
+    run = _seed_like_runs()[experiment](tmp_path / "runs")
+    before = {v["claim_id"]: v["status"] for v in evaluate(load_run(run))[0]}
+    altered = alter_and_judge(run, tmp_path / "altered")
+    judged = {c for c, s in before.items() if s == "reproduced" and c in ALTERATIONS}
+    assert judged, before
+    assert judged <= set(altered), (judged, altered)
+    assert not [c for c, s in altered.items() if s == "reproduced"], altered
