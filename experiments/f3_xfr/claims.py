@@ -59,6 +59,7 @@ from analysis.claim import (
 )
 from analysis.rundata import Cell, NotApplicable, Run
 from dnslab.errors import LabError
+from dnslab.sysctl import load_profile
 from experiments.f3_xfr.derived import (
     SEED_PORT_RANGE,
     SEED_PORTS,
@@ -71,6 +72,7 @@ from experiments.f3_xfr.derived import (
     tw_at,
 )
 
+PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range, as the seed says
 SEED_FAILURE_S = 38.0  # the seed's first 'address not available', seconds after start
 SEED_RATE = SEED_RANGE / SEED_FAILURE_S  # ~743 new connections/s on the seed's machine
@@ -127,11 +129,26 @@ def _span(values: list[float], fmt: str = "{:,.0f}") -> str:
     return low if low == high else f"{low}-{high}"
 
 
+def profile_sets_range(run: Run, profile: str) -> bool:
+    """Whether a profile sets ip_local_port_range itself (wide-ports: its own range, not one
+    the lab scaled): meta.json's record of the profile, else the profile file."""
+    entry = (run.meta.get("profiles") or {}).get(profile)
+    if entry is not None:
+        return PORT_RANGE_KEY in (entry.get("sysctls") or {})
+    try:
+        return PORT_RANGE_KEY in load_profile(profile).sysctls
+    except LabError:
+        return False
+
+
 def range_condition(run: Run, cells: list[Cell]) -> str:
     """What the lab changed in the port range of the judged cells, from the range read back
-    on each cell's secondary (the seed's 32768-60999 is no change: empty)."""
+    on each cell's secondary (the seed's 32768-60999 is no change, nor a range the profile
+    sets itself: empty)."""
     sizes, rates = [], []
     for cell in cells:
+        if profile_sets_range(run, str(cell.params.get("profile", "default"))):
+            continue
         read_back = port_range_read_back(run, cell)
         ports = (int(cell.figure("port_range_size")) if read_back is None
                  else int(read_back.split()[1]) - int(read_back.split()[0]) + 1)
@@ -141,7 +158,9 @@ def range_condition(run: Run, cells: list[Cell]) -> str:
             rates += [rate] if rate is not None else []
     if not sizes:
         return ""
-    return (f"range scaled to {_span(sizes)} ports"
+    ports = (_span(sizes) if min(sizes) == max(sizes) or min(sizes) < 10_000
+             else f"{min(sizes) / 1000:.1f}k-{max(sizes) / 1000:.1f}k")  # numbers rounded
+    return (f"range scaled to {ports} ports"
             + (f" for {_span(rates)} conn/s" if rates else "")
             + f" (seed: {SEED_RANGE:,} at ~{SEED_RATE:,.0f}/s)")
 
@@ -294,8 +313,7 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
         if not failures:
             return ""
         text = f"{_span(failures)} connect failures"
-        return text + (f", TIME_WAIT at {_span(shares)} % of the range at the first"
-                       if shares else "")
+        return text + (f" at TIME_WAIT {_span(shares)} %" if shares else "")
 
     judge(run, verdict, check, phrase)
 
@@ -415,16 +433,22 @@ def test_seed_range_exhaustion(run: Run, verdict: Verdict, at_ceiling: float) ->
     limits={"max_failures": 0},
 )
 def test_wide_ports_no_failures(run: Run, verdict: Verdict, max_failures: int) -> None:
+    failures: list[float] = []
+    ports: list[float] = []
+
     def check(one: Series) -> str:
         default = _default_failed(run, one)
         cs = cold_start(run, one.cell("wide-ports"))
         _did_the_work(cs, default, "wide-ports")
+        failures.append(cs.connect_failures)
+        ports.append(cs.ports)
         verdict.measured = f"{cs.connect_failures} connect failures, port range {cs.ports:,}"
         assert cs.connect_failures <= max_failures, (
             f"{cs.connect_failures} connect failures with the wide port range")
         return verdict.measured or ""
 
-    judge(run, verdict, check, profile="wide-ports")
+    judge(run, verdict, check, lambda: f"{_span(failures)} connect failures with "
+          f"{_span(ports)} ports" if failures else "")
 
 
 @claim(
@@ -440,9 +464,13 @@ def test_wide_ports_no_failures(run: Run, verdict: Verdict, max_failures: int) -
     limits={"max_ratio": 1.0},
 )
 def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None:
+    times: dict[str, list[float]] = {"wide-ports": [], "default": []}
+
     def check(one: Series) -> str:
         default = _default_failed(run, one)
         wide = cold_start(run, one.cell("wide-ports"))
+        for name, cs in (("wide-ports", wide), ("default", default)):
+            times[name] += [cs.total_time_s] if cs.total_time_s is not None else []
         verdict.measured = (f"wide-ports {fmt_s(wide.total_time_s)}, "
                             f"default {fmt_s(default.total_time_s)}")
         assert wide.total_time_s is not None, (
@@ -452,7 +480,11 @@ def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None
                 "wide-ports was not faster")
         return verdict.measured or ""
 
-    judge(run, verdict, check, profile="wide-ports")
+    def phrase() -> str:
+        shown = {k: f"{_span(v)} s" if v else "stalled" for k, v in times.items()}
+        return f"all zones in {shown['wide-ports']} vs {shown['default']} default"
+
+    judge(run, verdict, check, phrase)
 
 
 DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the kernel drops "
@@ -480,6 +512,7 @@ DANGER = ("tcp_max_tw_buckets destroys TIME_WAIT protection: beyond the cap the 
 )
 def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -> None:
     caps: list[float] = []
+    seen: list[float] = []
 
     def check(one: Series) -> str:
         default = _default_failed(run, one)
@@ -493,12 +526,14 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
                 "the default's port range and a cap below it")
         verdict.measured = f"{cs.connect_failures} connect failures"
         caps.append(limit)
+        seen.append(cs.connect_failures)
         assert cs.connect_failures <= max_failures, (
             f"{cs.connect_failures} connect failures despite the TIME_WAIT cap")
         return verdict.measured or ""
 
     try:
-        judge(run, verdict, check, profile="tw-buckets*")
+        judge(run, verdict, check, lambda: PHRASES[verdict.claim.id](caps, seen),
+              profile="tw-buckets*")
     finally:
         cap_condition(verdict, caps)
 
@@ -516,6 +551,7 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
 )
 def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
     caps: list[float] = []
+    seen: list[float] = []
 
     def check(one: Series) -> str:
         cell = one.cell("tw-buckets*")
@@ -527,6 +563,7 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
         limit = int(str(value))
         caps.append(limit)
         peak = cold_start(run, cell).tw_peak
+        seen.append(peak)
         verdict.measured = (f"peak TIME_WAIT {peak:,.0f} with tcp_max_tw_buckets={limit:,}"
                             + (f" (requested {asked})" if asked not in (None, str(value)) else ""))
         assert asked is None or str(asked) == str(value), "the requested cap did not take"
@@ -534,15 +571,24 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
         return verdict.measured or ""
 
     try:
-        judge(run, verdict, check, profile="tw-buckets*")
+        judge(run, verdict, check, lambda: PHRASES[verdict.claim.id](caps, seen),
+              profile="tw-buckets*")
     finally:
         cap_condition(verdict, caps)
+
+
+PHRASES: dict[str, Callable[[list[float], list[float]], str]] = {
+    "F3.tw-buckets.no-failures":
+        lambda caps, seen: f"{_span(seen)} failures" if seen else "",
+    "F3.tw-buckets.tw-capped":
+        lambda caps, seen: f"TW peak {_span(seen)}" if seen else "",
+}
 
 
 def cap_condition(verdict: Verdict, caps: list[float]) -> None:
     """A TIME_WAIT cap other than the seed's 1000 (scaled with a narrower range)."""
     if caps and set(caps) != {SEED_TW_BUCKETS}:
-        verdict.condition(f"TIME_WAIT cap {_span(caps)} (seed: {SEED_TW_BUCKETS:,})")
+        verdict.condition(f"tw cap {_span(caps)} (seed: {SEED_TW_BUCKETS:,})")
 
 
 def _cap_that_took(run: Run, cell: Cell) -> int:
@@ -610,18 +656,18 @@ def test_xot_reuse(run: Run, verdict: Verdict, max_time_ratio: float, max_reuse:
                      + (f" rep {tls.params['rep']}" if "rep" in tls.params else "")
                      + f": XoT {fmt_s(times['tls'])}, TCP {fmt_s(times['tcp'])}; "
                      f"{per_zone['tls']:.2f} vs {per_zone['tcp']:.2f} connections per zone")
+        if times["tls"] is not None and times["tcp"] is not None:
+            ratios.append(times["tls"] / times["tcp"])
         if times["tls"] is None or (times["tcp"] is not None
                                     and times["tls"] > max_time_ratio * times["tcp"]):
             failed.append(f"{ends}: XoT slower than TCP")
-        elif times["tcp"] is not None:
-            ratios.append(times["tls"] / times["tcp"])
         if share > max_reuse:
             failed.append(f"{ends}: XoT opened {share:.0%} of TCP's connections per zone "
                           "(no reuse)")
     pairs_named = sorted({f"{t.params.get('primary', '?')}->{t.params.get('secondary', '?')}"
                           for _, t in pairs})
-    verdict.phrase = (f"XoT opened {_span(reuse)} % of TCP's connections per zone"
-                      + (f", took {_span(ratios, '{:.2f}')}x its time" if ratios else "")
+    verdict.phrase = (f"XoT {_span(reuse)} % of TCP's connections/zone"
+                      + (f", {_span(ratios, '{:.2f}')}x its time" if ratios else "")
                       + f" ({', '.join(pairs_named)})")
     verdict.measured = "; ".join(parts)
     assert not failed, "; ".join(failed)

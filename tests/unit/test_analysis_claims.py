@@ -570,7 +570,7 @@ def test_f3_lines_state_the_scaled_range_once(tmp_path: Path) -> None:
     assert "range scaled to 100 ports for " in line and "(seed: 28,231 at ~743/s)" in line
     assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
     assert line.count("conn/s") == 1
-    assert "TIME_WAIT cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
+    assert "tw cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
 
 
 def test_seed_range_unmet_says_the_measured_peak_and_rate(tmp_path: Path) -> None:
