@@ -482,7 +482,7 @@ def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None
 
     def phrase() -> str:
         shown = {k: f"{_span(v)} s" if v else "stalled" for k, v in times.items()}
-        return f"all zones in {shown['wide-ports']} vs {shown['default']} default"
+        return f"all zones: wide-ports {shown['wide-ports']}, default {shown['default']}"
 
     judge(run, verdict, check, phrase)
 
