@@ -136,6 +136,7 @@ def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
     measured = new / old
     verdict.measured = (f"{before.params.get('server')}: {old:,.0f} -> {new:,.0f} qps "
                         f"(ratio {measured:.2f})")
+    verdict.phrase = f"capacity {old:,.0f} -> {new:,.0f} qps ({measured:.2f}x)"
     assert abs(measured - ratio) <= band, f"capacity ratio {measured:.2f}"
 
 
@@ -323,6 +324,10 @@ def test_function_sync(run: Run, verdict: Verdict) -> None:
             failures.append(f"{label}: the load failed during the changes")
     # every cell is measured before the verdict: the slide shows all of them
     verdict.measured = "; ".join(parts)
+    verdict.phrase = (f"{sum(int(c.figure('function_synced')) for c in cells)} of "
+                      f"{sum(int(c.figure('function_changes')) for c in cells)} changes synced"
+                      + (", a load step failed" if any(not c.figure("function_passed")
+                                                       for c in cells) else ""))
     assert not failures, "; ".join(failures)
 
 

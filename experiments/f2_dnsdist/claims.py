@@ -21,6 +21,15 @@ from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
 from analysis.rundata import Cell, Run
 
 SOURCE = "seed 001, the 1-listener and 8-listener dnsperf runs (8 vCPU, 1,000 workers)"
+SEED_CORES = 8
+
+
+def cores_condition(run: Run, verdict: Verdict, cell: Cell) -> None:
+    """The front-end's cores when they are not the seed's 8 vCPU."""
+    cores = _frontend_cores(run, cell)
+    if cores != SEED_CORES:
+        verdict.condition(f"dnsdist on {cores} core{'s' if cores != 1 else ''} "
+                          f"(seed: {SEED_CORES} vCPU)")
 
 
 def _pair(run: Run) -> tuple[Cell, Cell]:
@@ -63,6 +72,7 @@ def _not_generator_limited(run: Run, cell: Cell) -> float:
 def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_listeners: int,
                   bound: float) -> None:
     base, tuned = _pair(run)
+    cores_condition(run, verdict, tuned)
     listeners = int(tuned.figure("listeners", optional=True) or 1)
     cores = _frontend_cores(run, tuned)
     require(listeners >= min_listeners and cores >= min_listeners,
@@ -72,6 +82,8 @@ def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_liste
     t = _not_generator_limited(run, tuned)
     require(b > 0, "the untuned front-end answered nothing", "see the untuned cell's logs")
     verdict.measured = f"{b:,.0f} -> {t:,.0f} qps ({t / b:.2f}x) with {listeners} listeners"
+    verdict.phrase = (f"{b / 1000:,.0f}k -> {t / 1000:,.0f}k qps ({t / b:.1f}x), "
+                      f"{listeners} listeners")
     assert low <= t / b <= high, f"tuned/untuned {t / b:.2f}x"
 
 
@@ -92,6 +104,7 @@ def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_liste
 def test_failures_drop(run: Run, verdict: Verdict, max_tuned: float,
                        min_untuned: float, min_load: float, carried: float) -> None:
     base, tuned = _pair(run)
+    cores_condition(run, verdict, tuned)
     b, t = float(base.figure("failures_per_s")), float(tuned.figure("failures_per_s"))
     require(b >= min_untuned, f"untuned failed {b:,.1f} queries/s: nothing to remove",
             "a flood that overloads one listener (more clients or outstanding queries)")
@@ -106,5 +119,6 @@ def test_failures_drop(run: Run, verdict: Verdict, max_tuned: float,
                 f"answered {answered:,.0f} ({answered / offered:.0%})",
                 "FLOOD_QPS at most the tuned front-end's rate, or GENERATOR=dnsperf")
     verdict.measured = f"{b:,.1f} -> {t:,.1f} failed/s"
+    verdict.phrase = f"{b:,.0f} -> {t:,.0f} failed queries/s"
     assert t < b, "failures did not drop"
     assert t <= max_tuned, "tuned setup still fails queries"
