@@ -151,11 +151,41 @@ def _topology(run: Run) -> list[dict[str, str]]:
     return []
 
 
+def _profiles_as_run(run: Run) -> list[tuple[str, str]]:
+    """Each sysctl profile as the run really ran it: its description, and the sysctls the
+    experiment set beside it on a node (requested there with another value than the
+    profile's, and not alike on every node of the cell), with the values read back - so a
+    run whose meta.json says "kernel defaults (nothing set)" while it set a port range is
+    described right."""
+    items = []
+    for name, entry in (run.meta.get("profiles") or {}).items():
+        own = {k: str(v) for k, v in ((entry or {}).get("sysctls") or {}).items()}
+        seen: dict[tuple[str, str], list[str]] = {}
+        for cell in run.cells_where(profile=name):
+            requested = run.sysctls_requested_for(cell.id)
+            read_back = run.sysctls_for(cell.id)
+            for node, keys in requested.items():
+                for key, asked in keys.items():
+                    if own.get(key) == str(asked) or all(
+                            str(other.get(key)) == str(asked) for other in requested.values()):
+                        continue  # the profile's own value, or the lab's baseline
+                    value = read_back.get(node, {}).get(key, "not read")
+                    if value not in seen.setdefault((node, key), []):
+                        seen[(node, key)].append(value)
+        described = (entry or {}).get("profile_description") or (entry or {}).get(
+            "description", "")
+        extra = "; ".join(f"{key} = {' / '.join(values)} on {node}"
+                          for (node, key), values in sorted(seen.items()))
+        items.append((f"profile {name} as run",
+                      described + (f", plus (read back): {extra}" if extra else "")))
+    return items
+
+
 def _chosen_in_run(run: Run) -> list[tuple[str, Any]]:
-    """Settings the run chose or applied itself (calibrated port range, WAN links applied and
-    read back, resumptions), from meta.json."""
+    """Settings the run chose or applied itself (calibrated port range, profiles as run, WAN
+    links applied and read back, resumptions), from meta.json."""
     meta = run.meta
-    items: list[tuple[str, Any]] = []
+    items: list[tuple[str, Any]] = list(_profiles_as_run(run))
     for key, choice in sorted((meta.get("port_range_choice") or {}).items()):
         items.append((f"port range ({key})", choice))
     for cell_id, cell in (meta.get("cells") or {}).items():

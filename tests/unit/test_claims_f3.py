@@ -51,3 +51,23 @@ def test_an_old_run_is_described_by_its_read_back_range(tmp_path: Path) -> None:
     seed_dir = f3_fx.xfr_30k(tmp_path / "seed", [f3_fx.xfr_cell("default", 28232, zones=150)])
     verdicts, _ = evaluate(load_run(seed_dir))
     assert not any("range scaled" in c for v in verdicts for c in v["conditions"])
+
+
+def test_report_describes_each_profile_as_run_from_what_was_read_back(tmp_path: Path) -> None:
+    from analysis.report import _profiles_as_run
+
+    cell = f3_fx.xfr_cell("default", 17005, zones=150)
+    cell.sysctls["sec"]["net.ipv6.conf.all.disable_ipv6"] = "1"
+    cell.sysctls["pri"]["net.ipv6.conf.all.disable_ipv6"] = "1"
+    run_dir = f3_fx.xfr_30k(tmp_path, [cell])
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["profiles"] = {"default": {"description": "kernel defaults (nothing set)",
+                                    "sysctls": {}},
+                        "unused": {"description": "not run", "sysctls": {}}}
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    described = dict(_profiles_as_run(load_run(run_dir)))
+    assert described["profile default as run"] == (
+        "kernel defaults (nothing set), plus (read back): net.ipv4.ip_local_port_range = "
+        "32769 60999 on pri; net.ipv4.ip_local_port_range = 43995 60999 on sec")
+    # set alike on every node (tcp_max_tw_buckets, disable_ipv6 here): the lab's baseline
+    assert described["profile unused as run"] == "not run"
