@@ -50,6 +50,19 @@ def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
     not_applicable(f"no server with cells {wanted} (servers: {', '.join(servers) or 'none'})")
 
 
+SEED_STEP_QPS, SEED_STEP_S = 1000, 60  # the seed's stair: +1,000 qps every minute
+
+
+def stair_condition(run: Run, verdict: Verdict) -> None:
+    """The stair when it is not the seed's +1,000 qps per minute (SCALE=ci's are seconds)."""
+    step, seconds = run.params.get("stair_step"), run.params.get("step_s")
+    if step is None or seconds is None:
+        return
+    if (float(step), float(seconds)) != (SEED_STEP_QPS, SEED_STEP_S):
+        verdict.condition(f"stair +{float(step):,.0f} qps per {float(seconds):,.0f} s "
+                          f"(seed: +{SEED_STEP_QPS:,}/min)")
+
+
 def _cell(run: Run, records: str, tuning: str) -> Cell:
     return _cells(run, (records, tuning))[0]
 
@@ -130,6 +143,7 @@ def test_tcp_share(run: Run, verdict: Verdict, points: float) -> None:
 )
 def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
                        max_step: float, bound: float) -> None:
+    stair_condition(run, verdict)
     before, after = _cells(run, ("before", "untuned"), ("after", "untuned"))
     _, old = _judged_stair(run, before, max_step)
     _, new = _judged_stair(run, after, max_step)
@@ -161,6 +175,7 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
     BIND 9.16 full run both compared capacities failed their 600 s burst - so the ratio of
     two such numbers is not the seed's 1.5x: not applicable, with the burst's figures. A
     run without bursts (SCALE=ci) has no seed capacity either."""
+    stair_condition(run, verdict)
     cells = _cells(run, ("after", "untuned"), ("after", "tuned"))
     _, untuned = _judged_stair(run, cells[0], max_step)
     _, tuned = _judged_stair(run, cells[1], max_step)
@@ -201,6 +216,7 @@ def test_latency_grows(run: Run, verdict: Verdict, min_ratio: float, near: float
     the growth. The old rule made a compared step with a retried SYN "not applicable" and so
     excluded the effect it judged; now the growth is judged whatever its cause, and the
     measured text names the SYN drops and retries at the compared step."""
+    stair_condition(run, verdict)
     cells = _cells(run, ("before", "untuned"), ("after", "untuned"))
     before, after = stair(cells[0]), stair(cells[1])
     common = [r for r in before.rates() if r in after.rates()

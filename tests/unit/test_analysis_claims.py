@@ -588,3 +588,15 @@ def test_slide_line_shortens_the_phrase_never_the_conditions() -> None:
     assert len(line) <= LINE_LIMIT and line.endswith("; ".join(conditions)), line
     assert "…" in line
     assert slide_line("not_applicable", None, []) == "Not applicable: "
+
+
+def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
+    run_dir = synthetic.write_run(
+        tmp_path, "tcp-fallback", f1_fx.seed_like_fallback_cells(),
+        params={"servers": ["bind916"], "seed_servers": ["bind916"], "truncating": 0.30,
+                "stair_step": 200, "step_s": 4})
+    v = verdicts_of(run_dir)["F1.capacity-drop"]
+    assert v["status"] == "reproduced"
+    assert v["conditions"] == ["stair +200 qps per 4 s (seed: +1,000/min)"]
+    assert v["line"] == ("Reproduced: capacity 8,000 -> 4,000 qps (0.50x); stair +200 qps per "
+                         "4 s (seed: +1,000/min)")
