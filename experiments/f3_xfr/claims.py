@@ -272,7 +272,7 @@ def test_default_tw_ceiling(run: Run, verdict: Verdict, low: float, high: float)
         return verdict.measured or ""
 
     judge(run, verdict, check,
-          lambda: f"TIME_WAIT peaked at {_span(ratios)} % of the port range" if ratios else "")
+          lambda: f"TIME_WAIT peak {_span(ratios)} % of range" if ratios else "")
 
 
 @claim(
@@ -482,7 +482,7 @@ def test_wide_ports_faster(run: Run, verdict: Verdict, max_ratio: float) -> None
 
     def phrase() -> str:
         shown = {k: f"{_span(v)} s" if v else "stalled" for k, v in times.items()}
-        return f"all zones: wide-ports {shown['wide-ports']}, default {shown['default']}"
+        return f"wide-ports {shown['wide-ports']}, default {shown['default']}"
 
     judge(run, verdict, check, phrase)
 
