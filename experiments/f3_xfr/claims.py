@@ -327,7 +327,9 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
     source=SOURCE_30K, effect=TWO_SIDED,
     tolerance="first failure within {low:.0%}-{high:.0%} of the time the secondary had "
               "opened as many TCP connections as the range has ports (+-{slack_s} s sampling)",
-    precondition="exhaustion predicted (as F3.default.tw-ceiling)",
+    precondition="exhaustion predicted (as F3.default.tw-ceiling), and the ports took long "
+                 "enough to run out for the band to be wider than the 1 Hz monitor's "
+                 "+-{slack_s} s (predicted time x (1 - {low}) >= {slack_s} s)",
     fails_when="no failure, or the first failure much earlier or later than the port "
                "arithmetic says",
     limits={"low": 0.80, "high": 1.25, "slack_s": 1.0},
@@ -345,6 +347,10 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
                             f"{fmt_s(predicted)}")
         if first is not None:
             firsts.append(first)
+        require(predicted is None or predicted * (1 - low) >= slack_s,
+                f"the ports ran out {fmt_s(predicted)} after start: within the 1 Hz "
+                f"monitor's +-{slack_s:.0f} s the band cannot tell a failure then from one "
+                "at the start", "a range the secondary uses up in >= 5 s (FAILURE_AT_S)")
         assert first is not None, "no connect failure"
         assert predicted is not None, "the secondary never opened as many connections as ports"
         lo, hi = low * predicted - slack_s, high * predicted + slack_s
