@@ -203,8 +203,9 @@ def cores_condition(meta: dict[str, Any], seed_cores: int, what: str) -> str:
         cores = machine
     if not cores or cores == seed_cores:
         return ""
-    of = f" of {machine}" if machine and machine != cores else ""
-    return f"{what} on {cores}{of} core{'s' if cores > 1 else ''} (seed: {seed_cores})"
+    counted = (f"{cores} of {machine} cores" if machine and machine != cores
+               else f"{cores} core{'s' if cores > 1 else ''}")
+    return f"{what} on {counted} (seed: {seed_cores})"
 
 
 def fmt_s(value: float | None) -> str:

@@ -69,7 +69,7 @@ def _phrase(record: Verdict | None, detail: str) -> str:
         return record.phrase
     if record is not None and record.measured:
         return record.measured.split("; ")[0]
-    text = re.sub(r"^precondition unmet: ", "", detail.split("; ")[0])
+    text = detail.split("; ")[0].replace("precondition unmet: ", "")
     return re.sub(r" \(to judge it: .*$", "", text)
 
 
