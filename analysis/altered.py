@@ -299,11 +299,16 @@ def tuned_like_untuned(run: Run) -> int:
     return edit_figures(tuned[0], lambda f: f.update(same))
 
 
+def dnsperf_passes(run: Run, cache: str) -> list[Cell]:
+    """The resolver's dnsperf passes of one cache state (resperf ramps have no -q)."""
+    return [c for c in run.cells_where(cache=cache) if "outstanding" in c.params]
+
+
 def warm_like_cold(run: Run) -> int:
     """The warm pass answers as the cold one at every -q."""
     changed = 0
-    for warm in run.cells_where(cache="warm"):
-        cold = run.cells_where(cache="cold", outstanding=warm.params.get("outstanding"))
+    for warm in dnsperf_passes(run, "warm"):
+        cold = run.cells_where(cache="cold", outstanding=warm.params["outstanding"])
         if cold:
             same = {k: cold[0].figures[k] for k in ("qps", "qps_trials") if k in cold[0].figures}
             changed += edit_figures(warm, lambda f, same=same: f.update(same))
@@ -312,7 +317,7 @@ def warm_like_cold(run: Run) -> int:
 
 def warm_flat_in_q(run: Run) -> int:
     """Every warm -q answers as the smallest -q."""
-    warm = sorted(run.cells_where(cache="warm"), key=lambda c: int(c.params["outstanding"]))
+    warm = sorted(dnsperf_passes(run, "warm"), key=lambda c: int(c.params["outstanding"]))
     if len(warm) < 2:
         return 0
     same = {k: warm[0].figures[k] for k in ("qps", "qps_trials") if k in warm[0].figures}
