@@ -62,15 +62,18 @@ def health_check(rendered: RenderedLab, node: Node) -> HealthCheck | None:
 
 def _health_query(rendered: RenderedLab, node: Node) -> HealthCheck | None:
     data = rendered.data
+    rdtype = servers.driver(node.server).health_query
+    if rdtype is None:
+        return None
     if node.role in ("primary", "secondary"):
         zones = rendered.zones_for(node)
         if not zones:
             return None
         names = [z.name for z in zones]
         name = data.health_zone if data.health_zone in names else names[0]
-        return HealthCheck(node.name, str(node.address), name, "SOA")
+        return HealthCheck(node.name, str(node.address), name, rdtype)
     if node.role in ("frontend", "resolver"):
-        return HealthCheck(node.name, str(node.address), data.health_zone, "SOA")
+        return HealthCheck(node.name, str(node.address), data.health_zone, rdtype)
     return None
 
 

@@ -17,10 +17,6 @@ SERVFAIL = 2  # the rcode in the low 4 bits of a message's flags
 
 class Unbound(Driver):
     kind = "unbound"
-    roles = frozenset({"resolver"})
-    package = "unbound"
-    binary = "unbound"
-    config_files = ("unbound.conf", "root.hints")
 
     def _control_argv(self, node_dir: Path, *args: str) -> list[str]:
         return ["unbound-control", "-c", str(node_dir / "unbound.conf"), *args]
