@@ -25,14 +25,10 @@ import shutil
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from dnslab.errors import LabError
 from dnslab.servers.manifest import Manifest, kinds_for_role, manifest, xot_kinds
-from dnslab.wait import wait_until
-
-if TYPE_CHECKING:
-    from dnslab.lab import Lab
 
 # A daemon's own timestamps on the log lines that open and close an AXFR (BIND -g:
 # "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[2026-11-23 15:18:06.991]").
@@ -248,82 +244,23 @@ class Driver:
     def flush_argvs(self, node_dir: Path) -> list[list[str]] | None:
         return None
 
-    def _control(self, lab: Lab, node: str, what: str, argv: list[str] | None) -> str:
-        if argv is None:
-            raise LabError(f"node {node!r} ({self.kind}) has no {what} command in the lab",
-                           hint="add one to its driver in dnslab/servers/")
-        proc = lab.run(node, argv, timeout=30)
-        return f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
-
-    def reload_zone(self, lab: Lab, node: str, zone: str) -> str:
-        """Make the server load `zone` from its file again (a primary after an edit)."""
-        return self._control(lab, node, "reload", self.reload_argv(lab.node_dir(node),
-                                                                    zone.rstrip(".")))
-
-    def zone_status(self, lab: Lab, node: str, zone: str) -> str:
-        return self._control(lab, node, "zone status",
-                             self.zone_status_argv(lab.node_dir(node), zone.rstrip(".")))
-
-    def flush(self, lab: Lab, node: str) -> str:
-        """Empty the server's caches; returns the commands and their output."""
-        argvs = self.flush_argvs(lab.node_dir(node))
-        if argvs is None:
-            return self._control(lab, node, "cache flush", None)
-        return "".join(self._control(lab, node, "cache flush", argv) for argv in argvs)
-
-    def unsettled(self, lab: Lab, node: str) -> dict[str, int] | None:
-        """A resolver's leftovers from the last load: `in_progress` (queries it is still
-        resolving) and `failures_cached` (failed resolutions it answers from its cache for a
-        while); None: this kind cannot tell."""
+    def unsettled_commands(self, node_dir: Path) -> list[tuple[list[str], float]] | None:
+        """The commands (argv, timeout in s) whose outputs `parse_unsettled` reads; None:
+        this kind cannot tell what it still has unsettled."""
         return None
 
-    # --- evidence: health, version, log lines, serials -----------------------------------
+    def parse_unsettled(self, outputs: list[str]) -> dict[str, int]:
+        """A resolver's leftovers from the last load, from the outputs of
+        `unsettled_commands`: `in_progress` (queries it is still resolving) and
+        `failures_cached` (failed resolutions it answers from its cache for a while)."""
+        raise self._not_for("unsettled")
+
+    # --- evidence ------------------------------------------------------------------------
 
     def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:
         """Whether an answer to the node's health query shows it works: NOERROR, or an rcode
         the node's options list as its own (`health_rcodes`: a server meant to fail)."""
         return rcode == "NOERROR" or rcode in options.get("health_rcodes", ())
-
-    def version(self, lab: Lab, node: str, from_node: str) -> str | None:
-        """What the server says it is (`version.bind CH TXT`, asked from `from_node`, the
-        lab's client), or None if it will not say."""
-        from dnslab import probe
-
-        return probe.server_version(lab.netns(from_node), lab.address(node))
-
-    def wait_for_log(self, lab: Lab, node: str, pattern: str | re.Pattern[str],
-                     timeout: float, since: int = 0) -> str:
-        """Wait until the node's log has a line matching `pattern` after byte `since`;
-        return that line, or raise a LabError after `timeout` seconds or if it exits."""
-        wanted = re.compile(pattern) if isinstance(pattern, str) else pattern
-        path = lab.log(node)
-        follower = LogFollower(path, ())
-        follower.offset = since
-
-        def logged() -> str | None:
-            for line in follower.lines():
-                if wanted.search(line):
-                    return line
-            if not lab.alive(node):
-                raise LabError(f"node {node!r} ({self.kind}) exited", hint=f"its log: {path}")
-            return None
-
-        return wait_until(logged, timeout, f"node {node!r} ({self.kind}) to log a line "
-                          f"matching {wanted.pattern!r}", interval=0.05,
-                          hint=f"its log: {path}")
-
-    def wait_for_serial(self, lab: Lab, node: str, zone: str, serial: int, timeout: float,
-                        from_node: str) -> float:
-        """Wait until the node answers `zone` SOA with `serial` (asked from `from_node`, the
-        lab's client); return the seconds it took."""
-        from dnslab import probe
-
-        took = probe.wait_for_serial(lab.netns(from_node), lab.address(node), zone, serial,
-                                     timeout)
-        if took is None:
-            raise LabError(f"node {node!r} ({self.kind}) did not serve {zone} serial "
-                           f"{serial} within {timeout:.0f} s", hint=f"its log: {lab.log(node)}")
-        return took
 
     # --- a secondary's transfers, from its log -------------------------------------------
 

@@ -271,7 +271,7 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
         cell.figures["zone_records"] = zone_set.manifest["totals"]["records"]
         cell.figures["server_sysctls"] = lab.state.nodes[node].sysctls
         cell.figures["client_sysctls"] = lab.state.nodes[nodes.client].sysctls
-        cell.figures["server_version"] = driver(kind).version(lab, node, nodes.client)
+        cell.figures["server_version"] = lab.node(node).version(nodes.client)
 
         rows = response_rows(lab, nodes.client, node, zone_set, server, records, payload,
                              keep=cell.path / "answers")
