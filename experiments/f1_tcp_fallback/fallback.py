@@ -343,8 +343,7 @@ def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
             run.prepare_nodes([nodes.servers["bind916"]])
         except LabError as exc:
             servers.remove("bind916")
-            run.meta["servers_skipped"] = {"bind916": exc.message}
-            run.save_meta()
+            run.writer.record("servers_skipped", {"bind916": exc.message})
             print(f"tcp-fallback: bind916 skipped ({exc.message}); `make images` builds it",
                   file=sys.stderr)
     run.prepare_nodes([nodes.servers[s] for s in servers])
