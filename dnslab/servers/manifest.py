@@ -48,6 +48,8 @@ class Image:
     extra_packages: tuple[str, ...] = ()
     # the packages whose versions the image records (default: `packages`)
     recorded_packages: tuple[str, ...] = ()
+    # dpkg path-exclude patterns: files the packages bring that the server never uses
+    dpkg_path_excludes: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -92,7 +94,7 @@ class Manifest:
 
 
 _TUPLE_FIELDS = {"version_command", "host_packages", "config_files", "packages",
-                 "extra_packages", "recorded_packages"}
+                 "extra_packages", "recorded_packages", "dpkg_path_excludes"}
 
 
 def _fields(cls: type, raw: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -165,4 +167,5 @@ def build_args(kind: str) -> dict[str, str]:
             "PINNED_PACKAGES": " ".join(image.pinned_packages),
             "EXTRA_PACKAGES": " ".join(image.extra_packages),
             "RECORDED_PACKAGES": " ".join(image.recorded_packages or image.pinned_packages),
-            "VERSION_COMMAND": " ".join(this.version_command)}
+            "VERSION_COMMAND": " ".join(this.version_command),
+            "DPKG_PATH_EXCLUDES": " ".join(image.dpkg_path_excludes)}

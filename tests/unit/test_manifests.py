@@ -58,7 +58,9 @@ def test_the_script_prints_what_the_manifests_hold():
     args = dict(line.split("=", 1) for line in script("build-args", "unbound"))
     assert args["EXTRA_PACKAGES"] == "iptables" and args["PINNED_PACKAGES"] == "unbound"
     assert args["BIND9_VERSION"] == manifest.manifest("bind").image.version
-    assert args["VERSION_COMMAND"] == "unbound -V"
+    assert args["VERSION_COMMAND"] == "unbound -V" and args["DPKG_PATH_EXCLUDES"] == ""
+    dnsdist = dict(line.split("=", 1) for line in script("build-args", "dnsdist"))
+    assert dnsdist["DPKG_PATH_EXCLUDES"] == "/usr/share/perl/* /usr/lib/*/perl/*"
 
 
 def test_an_unknown_field_is_refused_naming_the_file(tmp_path, monkeypatch):
