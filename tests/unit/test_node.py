@@ -107,3 +107,16 @@ def test_health_is_the_manifests_query_asked_from_the_node_itself(monkeypatch):
     assert asked == [(("/run/netns/none", "198.18.0.12", "a.test", "SOA"), {"timeout": 0.3})]
     assert LabNode(_FakeHost(), "client", driver("tools")).ask_health("a.test", 0.3) is None
     assert len(asked) == 1
+
+
+def test_a_lab_hands_out_its_nodes_with_their_kinds_driver():
+    from dnslab.lab import Lab
+    from dnslab.runtime.base import LabState, NodeState
+
+    state = LabState(lab="l", runtime="netns", topology="t", root="/lab-root", nodes={
+        "sec": NodeState(name="sec", role="secondary", server="pdns", address="198.18.0.12",
+                         netns="dnslab-l-sec", log="/lab-root/logs/sec.log")})
+    node = Lab(None, state, runtime=None).node("sec")
+    assert node.kind == "pdns" and node.dir == Path("/lab-root/nodes/sec")
+    with pytest.raises(LabError, match="lab 'l' has no node 'primary'"):
+        Lab(None, state, runtime=None).node("primary")
