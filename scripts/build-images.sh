@@ -1,9 +1,9 @@
 #!/bin/sh
 # Build the lab's container images, one per image kind's manifest (dnslab/servers/<kind>.yaml,
-# field `image`): from images/<dir>/Dockerfile where the kind has its own, else from
-# images/common/Dockerfile with the manifest's build arguments; context images/.
+# field `image`): from images/common/Dockerfile (or images/<dir>/Dockerfile where a kind
+# has its own) with the manifest's build arguments; context images/.
 #
-#   scripts/build-images.sh [--force] [NAME...]   # NAME: an image dir; default: all in images/tags.sh
+#   scripts/build-images.sh [--force] [NAME...]   # NAME: image dir (dnslab/<dir>); default: all
 #
 # Base image, per Debian suite (the manifest's image.suite, default bookworm):
 # $BASE_IMAGE if set (bookworm only); else debian:<suite>-slim when Docker already
@@ -26,7 +26,7 @@ for arg in "$@"; do
     case "$arg" in
     --force) force=1 ;;
     -h | --help)
-        sed -n '2,14p' "$0"
+        sed -n '2,15p' "$0"
         exit 0
         ;;
     -*)

@@ -3,9 +3,9 @@
 
 A server kind is its manifest `<kind>.yaml` (what it is, as data: `manifest.py`), its driver
 module `<kind>.py` (a `Driver` subclass with that `kind`: what it does), its templates
-(`topologies/templates/<kind>/`) and, where the common Dockerfile does not fit, its own
-image folder. Every manifest without `variant_of` is a server kind, so a new kind touches
-nothing else.
+(`topologies/templates/<kind>/`) and, only where images/common/Dockerfile does not fit,
+its own Dockerfile. Every manifest without `variant_of` is a server kind, so a new kind
+touches nothing else.
 """
 
 from __future__ import annotations

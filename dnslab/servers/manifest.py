@@ -3,10 +3,10 @@
 A manifest holds everything about a kind that is not behaviour: its roles, the Debian
 packages the host needs (and the systemd unit to keep from starting), its daemon binary and
 the other commands and files it needs, its configuration files, whether it transfers over
-TLS, its health query and version command, and its image (folder under images/, main
-package, pinned version, the build argument that carries it, Debian suite, the packages it
-pins). Its driver (`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant
-(`variant_of: bind`, e.g. bind916) has a manifest and no driver.
+TLS, its health query and version command, and its image (name, main package, pinned
+version, Debian suite, the packages it pins and adds, its command). Its driver
+(`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant (`variant_of: bind`,
+e.g. bind916) has a manifest and no driver.
 
 This module needs only the standard library and PyYAML, and imports nothing of dnslab:
 `scripts/manifest.py` loads it by path with the host's python3, before the virtualenv
@@ -34,22 +34,24 @@ class ManifestError(ValueError):
 
 @dataclass(frozen=True)
 class Image:
-    """A kind's container image (images/<dir>/, or images/common/Dockerfile when the
-    folder has none)."""
+    """A kind's container image, `dnslab/<dir>`, built from images/common/Dockerfile (or
+    images/<dir>/Dockerfile where a kind needs its own) with `build_args(kind)`."""
 
     dir: str
     package: str
     version: str
-    version_arg: str
     suite: str = DEFAULT_SUITE
-    # installed at `version` (default: the main package alone)
-    packages: tuple[str, ...] = ()
+    # the packages it pins: a name is pinned at `version`, a mapping {package: kind} at that
+    # kind's image version (default: the main package alone)
+    packages: tuple[str | dict[str, str], ...] = ()
     # installed unpinned beside iproute2 and tini
     extra_packages: tuple[str, ...] = ()
-    # the packages whose versions the image records (default: `packages`)
+    # the packages whose versions the image records (default: the pinned ones)
     recorded_packages: tuple[str, ...] = ()
     # dpkg path-exclude patterns: files the packages bring that the server never uses
     dpkg_path_excludes: tuple[str, ...] = ()
+    # what it runs given no command and no node folder (default: the version command)
+    command: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -60,10 +62,6 @@ class Image:
     @property
     def reference(self) -> str:
         return f"{IMAGE_REPOSITORY}/{self.dir}:{self.tag}"
-
-    @property
-    def pinned_packages(self) -> tuple[str, ...]:
-        return self.packages or (self.package,)
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ class Manifest:
 
 
 _TUPLE_FIELDS = {"version_command", "host_packages", "config_files", "packages",
-                 "extra_packages", "recorded_packages", "dpkg_path_excludes"}
+                 "extra_packages", "recorded_packages", "dpkg_path_excludes", "command"}
 
 
 def _fields(cls: type, raw: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -152,20 +150,31 @@ def xot_kinds() -> list[str]:
     return [k for k in server_kinds() if manifests()[k].xot]
 
 
+def pinned_packages(kind: str) -> list[str]:
+    """`package=version` for each package `kind`'s image pins (`Image.packages`)."""
+    image = manifest(kind).image
+    pins = []
+    for entry in image.packages or (image.package,):
+        if isinstance(entry, dict):
+            pins += [f"{package}={manifest(other).image.version}"
+                     for package, other in entry.items()]
+        else:
+            pins.append(f"{entry}={image.version}")
+    return pins
+
+
 def build_args(kind: str) -> dict[str, str]:
-    """The build arguments of `kind`'s image: every kind's pinned version under its
-    `version_arg` (an image may install another kind's package at its pin, as tools does),
-    then what images/common/Dockerfile reads."""
-    pins = {m.image.version_arg: m.image.version for m in manifests().values()}
+    """The build arguments of `kind`'s image, as images/common/Dockerfile reads them."""
     this = manifest(kind)
     image = this.image
-    return {**pins,
-            "IMAGE_DIR": image.dir,
+    pins = pinned_packages(kind)
+    recorded = image.recorded_packages or [pin.split("=", 1)[0] for pin in pins]
+    return {"IMAGE_DIR": image.dir,
             "IMAGE_DESCRIPTION": this.description,
             "SERVER_KIND": this.server,
             "PACKAGE_VERSION": image.version,
-            "PINNED_PACKAGES": " ".join(image.pinned_packages),
+            "PINNED_PACKAGES": " ".join(pins),
             "EXTRA_PACKAGES": " ".join(image.extra_packages),
-            "RECORDED_PACKAGES": " ".join(image.recorded_packages or image.pinned_packages),
-            "VERSION_COMMAND": " ".join(this.version_command),
-            "DPKG_PATH_EXCLUDES": " ".join(image.dpkg_path_excludes)}
+            "RECORDED_PACKAGES": " ".join(recorded),
+            "DPKG_PATH_EXCLUDES": " ".join(image.dpkg_path_excludes),
+            "IMAGE_COMMAND": " ".join(image.command or this.version_command)}

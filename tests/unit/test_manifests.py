@@ -56,9 +56,17 @@ def test_the_script_prints_what_the_manifests_hold():
     assert "pdns-server pdns" in script("systemd-units")
     assert script("field", "bind916", "image.suite") == ["bullseye"]
     args = dict(line.split("=", 1) for line in script("build-args", "unbound"))
-    assert args["EXTRA_PACKAGES"] == "iptables" and args["PINNED_PACKAGES"] == "unbound"
-    assert args["BIND9_VERSION"] == manifest.manifest("bind").image.version
-    assert args["VERSION_COMMAND"] == "unbound -V" and args["DPKG_PATH_EXCLUDES"] == ""
+    assert args["EXTRA_PACKAGES"] == "iptables"
+    assert args["PINNED_PACKAGES"] == f"unbound={manifest.manifest('unbound').image.version}"
+    assert args["IMAGE_COMMAND"] == "unbound -V" and args["DPKG_PATH_EXCLUDES"] == ""
+    assert args["RECORDED_PACKAGES"] == "unbound" and args["SERVER_KIND"] == "unbound"
+    tools = dict(line.split("=", 1) for line in script("build-args", "tools"))
+    assert tools["PINNED_PACKAGES"].split() == [
+        f"dnsperf={manifest.manifest('tools').image.version}",
+        f"bind9-dnsutils={manifest.manifest('bind').image.version}",
+        f"knot-dnsutils={manifest.manifest('knot').image.version}"]
+    assert tools["IMAGE_COMMAND"] == "sleep infinity"
+    assert script("build-args", "bind916")[2] == "SERVER_KIND=bind"
     dnsdist = dict(line.split("=", 1) for line in script("build-args", "dnsdist"))
     assert dnsdist["DPKG_PATH_EXCLUDES"] == "/usr/share/perl/* /usr/lib/*/perl/*"
 
@@ -66,7 +74,7 @@ def test_the_script_prints_what_the_manifests_hold():
 def test_an_unknown_field_is_refused_naming_the_file(tmp_path, monkeypatch):
     (tmp_path / "odd.yaml").write_text(
         "kind: odd\norder: 1\ndescription: x\nversion_command: [odd]\ncolour: red\n"
-        "image: {dir: odd, package: odd, version: '1', version_arg: ODD_VERSION}\n")
+        "image: {dir: odd, package: odd, version: '1'}\n")
     monkeypatch.setattr(manifest, "MANIFESTS", tmp_path)
     manifest.manifests.cache_clear()
     try:
@@ -77,6 +85,5 @@ def test_an_unknown_field_is_refused_naming_the_file(tmp_path, monkeypatch):
 
 
 def test_the_tag_rule_drops_the_epoch_and_replaces_what_docker_forbids():
-    image = manifest.Image(dir="bind9", package="bind9", version="1:9.18.49-1~deb12u3",
-                           version_arg="BIND9_VERSION")
+    image = manifest.Image(dir="bind9", package="bind9", version="1:9.18.49-1~deb12u3")
     assert image.reference == "dnslab/bind9:9.18.49-1-deb12u3"
