@@ -11,14 +11,14 @@ from pathlib import Path
 
 from analysis import plots
 from analysis.rundata import Run, load_run
-from dnslab import paths
+from dnslab import paths, results
 from dnslab.errors import LabError
 
 
 def resolve_run(arg: str, root: Path) -> Path:
     """A run given as a path, or as `<exp>/<run-id>` under the results root."""
     for candidate in (Path(arg), root / arg):
-        if (candidate / "meta.json").is_file():
+        if results.is_run(candidate):
             return candidate
     raise LabError(f"no run at {arg!r}",
                    hint="give a run folder or <experiment>/<run-id>; list them with "

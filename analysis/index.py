@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dnslab import results
 from dnslab.errors import LabError
 
 SCHEMA = """
@@ -60,11 +61,11 @@ def _text(value: Any) -> str | None:
 
 
 def find_runs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in Path(root).glob("*/*/meta.json"))
+    return results.run_dirs(root)
 
 
 def _upsert(con: sqlite3.Connection, root: Path, run_dir: Path) -> None:
-    meta = _load(run_dir / "meta.json")
+    meta = results.peek_meta(run_dir)
     summary = _load(run_dir / "summary.json")
     rel = run_dir.resolve().relative_to(Path(root).resolve()).as_posix()
     cells_dir = run_dir / "cells"

@@ -21,28 +21,24 @@ ceiling below 90 % of the target marks the load generator-limited.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from dnslab import paths
+from dnslab import paths, results
 
 LOAD_EXPERIMENTS = ("tcp-fallback", "dnsdist-listeners", "tcp-sysctl", "resolver-cache")
 GENERATOR_BOUND_SHARE = 0.9
 
 
 def newest_run(experiment: str) -> Path | None:
-    runs = sorted(p for p in (paths.RESULTS / experiment).glob("*/meta.json"))
-    return runs[-1].parent if runs else None
+    runs = results.run_dirs(paths.RESULTS, experiment)
+    return runs[-1] if runs else None
 
 
 def _cells(run: Path) -> list[dict[str, Any]]:
-    cells = []
-    for path in sorted(run.glob("cells/*/cell.json")):
-        cells.append(json.loads(path.read_text()))
-    return cells
+    return list(results.iter_cells(run))
 
 
 def _is_ceiling(cell: dict[str, Any]) -> bool:
@@ -56,7 +52,7 @@ def paced_rows_for(run: Path) -> list[dict[str, Any]]:
     target (None: no ceiling cell), the profile's median answered qps over its trials (in
     one cell per profile, or one per profile and round), its share of the ceiling, and
     whether the ceiling fell short of the target (generator-limited)."""
-    meta = json.loads((run / "meta.json").read_text())
+    meta = results.read_meta(run)
     cells = _cells(run)
     ceiling = next((c["figures"] for c in cells if _is_ceiling(c)), {})
     capacity = next((c["figures"].get("capacity_qps") for c in cells
@@ -111,7 +107,7 @@ def _lower_bound(cell: dict[str, Any], meta: dict[str, Any]) -> bool:
 def rows_for(run: Path) -> list[dict[str, Any]]:
     """One row per server cell: its rate, the ceiling of the same record set (or the run's
     one ceiling), and the share."""
-    meta = json.loads((run / "meta.json").read_text())
+    meta = results.read_meta(run)
     cells = _cells(run)
     ceilings = {c["params"].get("records"): _rate(c) for c in cells if _is_ceiling(c)}
     # a ceiling no step failed at (a stair that never broke, a flood that sent all it was
@@ -170,16 +166,16 @@ def main(argv: list[str]) -> int:
     if not runs:
         print("no load experiment runs under results/ (make experiment EXP=tcp-fallback ...)")
         return 0
-    missing = [r for r in runs if not (r / "meta.json").is_file()]
+    missing = [r for r in runs if not results.is_run(r)]
     if missing:
         print(f"error: {missing[0]} is not a run folder (no meta.json); hint: give "
               "results/<experiment>/<run-id> folders, or none for the newest runs")
         return 2
     for run in runs:
-        if json.loads((run / "meta.json").read_text()).get("experiment") == "tcp-sysctl":
+        if results.read_meta(run).get("experiment") == "tcp-sysctl":
             print_paced(run)
     runs = [r for r in runs
-            if json.loads((r / "meta.json").read_text()).get("experiment") != "tcp-sysctl"]
+            if results.read_meta(r).get("experiment") != "tcp-sysctl"]
     if not runs:
         return 0
     print(f"{'experiment/run':44} {'cell':44} {'server qps':>10} {'generator':>10} "

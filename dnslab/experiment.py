@@ -113,7 +113,7 @@ class Cell:
             if logs.exists():
                 shutil.copytree(logs, self.path / "logs", dirs_exist_ok=True)
             raise
-        self.run.meta["runtime"] = self.lab.runtime.name
+        self.run.writer.record("runtime", self.lab.runtime.name)
         nodes = self.lab.state.nodes
         self.run.writer.record_sysctls(
             self.cell_id,
@@ -125,8 +125,7 @@ class Cell:
         # read back from the running daemons, as the sysctls are: the CPUs each may use
         self.run.writer.record_placement(self.cell_id, self.placement, _affinities(self.lab))
         if self.lab.wan:
-            self.run.meta["cells"][self.cell_id]["wan"] = self.lab.wan
-            self.run.save_meta()
+            self.run.writer.record_cell(self.cell_id, "wan", self.lab.wan)
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
@@ -163,7 +162,6 @@ class Run:
                                                     "kernel": platform.release()})
             self.run_id = str(self.writer.meta["run_id"])
             self.path = self.writer.dir
-            self.meta = self.writer.meta
             return
         self.run_id = new_run_id()
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
@@ -177,7 +175,6 @@ class Run:
             "started": _now(),
         })
         self.path = self.writer.dir
-        self.meta = self.writer.meta
         shutil.copy(self.topology.path, self.path / self.topology.path.name)
         shutil.copy(spec.path, self.path / spec.path.name)
 
@@ -188,11 +185,7 @@ class Run:
         lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
         images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
         if images:
-            self.meta.setdefault("images", {}).update(images)
-            self.save_meta()
-
-    def save_meta(self) -> None:
-        self.writer.save_meta()
+            self.writer.merge("images", images)
 
     def placement(self, generator_cores: int = 1) -> cpus.Placement:
         """Where the load generator and the server under test run, from the parameters
@@ -210,8 +203,7 @@ class Run:
     def plan(self, cells: int, per_cell_s: float) -> None:
         """Announce how many cells the procedure will run and about how long that takes."""
         self.planned_cells = cells
-        self.meta["plan"] = {"cells": cells, "estimated_s": round(cells * per_cell_s)}
-        self.save_meta()
+        self.writer.record("plan", {"cells": cells, "estimated_s": round(cells * per_cell_s)})
         done = self._done()
         print(f"plan: {cells} cells ({done} finished already), about "
               f"{_duration(max(cells - done, 0) * per_cell_s)} to go (estimate, "
@@ -221,11 +213,11 @@ class Run:
         """Tell the user now (stderr) and keep it with the run (meta.json `warnings`, which the
         report shows): something that makes the run's result less than it was meant to be."""
         print(message, file=sys.stderr)
-        self.meta.setdefault("warnings", []).append(message)
-        self.save_meta()
+        self.writer.append("warnings", message)
 
     def _done(self) -> int:
-        return sum(1 for c in self.meta["cells"].values() if c.get("status") == "complete")
+        cells = self.writer.meta["cells"].values()
+        return sum(1 for c in cells if c.get("status") == "complete")
 
     def finished(self, cell_id: str) -> dict[str, Any] | None:
         """The figures of a cell this run already finished (a resumed run), else None."""
@@ -251,11 +243,11 @@ class Run:
 
     def profile(self, name: str) -> Profile:
         profile = load_profile(name)
-        self.meta.setdefault("profiles", {})[name] = {
+        self.writer.merge("profiles", {name: {
             "description": profile.description, "sysctls": profile.sysctls,
             "host_sysctls": profile.host_sysctls,
             "host_sysctls_applied": bool(profile.host_sysctls) and allow_host_sysctls(),
-            "dangerous": profile.dangerous}
+            "dangerous": profile.dangerous}})
         return profile
 
     def profile_extended(self, name: str, node: str, sysctls: dict[str, str]) -> None:
@@ -352,7 +344,7 @@ def _collect_wan_counters(cell: Cell) -> None:
     counters = {node: wan.read_stats(applied) for node, applied in cell.lab.wan.items()}
     counters = {node: value for node, value in counters.items() if value is not None}
     if counters:
-        cell.run.meta["cells"][cell.cell_id]["wan_counters"] = counters
+        cell.run.writer.record_cell(cell.cell_id, "wan_counters", counters)
 
 
 def _collect_logs(cell: Cell) -> None:

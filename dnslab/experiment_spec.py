@@ -14,7 +14,7 @@ import yaml
 
 from dnslab import findings
 from dnslab.errors import LabError
-from dnslab.results import read_meta
+from dnslab.results import is_run, read_meta
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME"}
 ALIASES = {"profile": "profiles"}
@@ -119,7 +119,7 @@ def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
     """The folder, parameters and scale of an interrupted run to continue: its own, always
     (a KEY=VALUE that changes one would mix two experiments in one folder)."""
     folder = folder if folder.is_absolute() else (Path.cwd() / folder)
-    if not (folder / "meta.json").exists():
+    if not is_run(folder):
         raise LabError(f"RESUME={folder}: no meta.json there",
                        hint="RESUME=results/<experiment>/<run-id> of an interrupted run")
     meta = read_meta(folder)

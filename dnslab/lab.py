@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dnslab import probe, render, servers, topology, wan
 from dnslab.errors import LabError
+from dnslab.node import LabNode
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
 from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
@@ -38,14 +39,13 @@ def log_tail(path: str | Path, lines: int = 12) -> str:
 
 @dataclass
 class HealthCheck:
-    """The query whose answer proves a node works (its driver judges the answer's rcode
-    with the node's options), and where to send it from."""
+    """The zone whose answer to the node's health query (its manifest's `health_query`)
+    proves the node works; its driver judges the answer's rcode with the node's options."""
 
     node: str
-    server: str
     name: str
     rdtype: str
-    kind: str = ""
+    kind: str
     options: dict = field(default_factory=dict)
 
     def passed(self, rcode: str) -> bool:
@@ -53,24 +53,23 @@ class HealthCheck:
 
 
 def health_check(rendered: RenderedLab, node: Node) -> HealthCheck | None:
-    check = _health_query(rendered, node)
-    if check is not None:
-        check.kind = node.server
-        check.options = rendered.data.node_options.get(node.name, {})
-    return check
+    rdtype = servers.driver(node.server).health_query
+    zone = _health_zone(rendered, node)
+    if rdtype is None or zone is None:
+        return None
+    return HealthCheck(node.name, zone, rdtype, node.server,
+                       rendered.data.node_options.get(node.name, {}))
 
 
-def _health_query(rendered: RenderedLab, node: Node) -> HealthCheck | None:
+def _health_zone(rendered: RenderedLab, node: Node) -> str | None:
     data = rendered.data
     if node.role in ("primary", "secondary"):
-        zones = rendered.zones_for(node)
-        if not zones:
+        names = [z.name for z in rendered.zones_for(node)]
+        if not names:
             return None
-        names = [z.name for z in zones]
-        name = data.health_zone if data.health_zone in names else names[0]
-        return HealthCheck(node.name, str(node.address), name, "SOA")
+        return data.health_zone if data.health_zone in names else names[0]
     if node.role in ("frontend", "resolver"):
-        return HealthCheck(node.name, str(node.address), data.health_zone, "SOA")
+        return data.health_zone
     return None
 
 
@@ -89,6 +88,14 @@ class Lab:
     @property
     def name(self) -> str:
         return self.state.lab
+
+    def node(self, name: str) -> LabNode:
+        """A handle on one node: its server's control commands, health, version and waits
+        (`dnslab.node.LabNode`), from its server kind's driver."""
+        if name not in self.state.nodes:
+            raise LabError(f"lab {self.name!r} has no node {name!r}",
+                           hint="known nodes: " + ", ".join(self.state.nodes))
+        return LabNode(self, name, servers.driver(self.state.nodes[name].server))
 
     def node_dir(self, node: str) -> Path:
         return Path(self.state.root) / "nodes" / node
@@ -157,8 +164,7 @@ class Lab:
                     raise LabError(f"node {name!r} ({topo.nodes[name].server}) exited while "
                                    "starting", hint=f"its log: {self.log(name)}",
                                    detail=log_tail(self.log(name)))
-                answer = probe.try_query_in(self.netns(name), check.server, check.name,
-                                            check.rdtype, timeout=0.3)
+                answer = self.node(name).ask_health(check.name, timeout=0.3)
                 if answer and check.passed(answer.rcode):
                     healthy[name] = time.monotonic() - start
             return len(healthy) == len(checks)
@@ -320,7 +326,7 @@ def status(lab: str | None = None) -> list[dict]:
             alive = handle.alive(node.name) if servers.driver(node.server).runs_daemon else None
             answer = None
             if alive and node.health:
-                answer = probe.try_query_in(node.netns, node.address, node.health, "SOA", 0.5)
+                answer = handle.node(node.name).ask_health(node.health, timeout=0.5)
             rows.append({
                 "lab": name, "node": node.name, "role": node.role, "server": node.server,
                 "address": node.address, "runtime": state.runtime,

@@ -1,8 +1,11 @@
 """The results contract: the one layout and schema of a run folder.
 
-The experiment runner writes a run only through `RunWriter`; the analysis reads one only
-through `read_meta` / `read_cell` / `cell_sysctls`; the test fixtures are written by the same
-`RunWriter`. So the two sides cannot drift apart: a field added here is a field both see.
+The experiment runner and its procedures write a run only through `RunWriter` (meta.json
+fields with `record` / `merge` / `append` / `record_cell`, never by editing its dict); the
+analysis and the benchmarks read one only through `run_dirs` / `is_run` / `read_meta` /
+`peek_meta` / `read_cell` / `iter_cells` / `cell_sysctls`; the test fixtures are written by the same
+`RunWriter`. So the two sides cannot drift apart: a field added here is a field both see, and
+no other module opens a meta.json or cell.json (tests/unit/test_results_access.py).
 
     results/<experiment>/<run-id>/          run-id: UTC YYYYMMDDTHHMMSSZ-<4 hex>, never reused
       meta.json     schema_version, experiment, run_id, description, findings, params, scale,
@@ -34,6 +37,7 @@ them have none). A reader refuses any other version with one line.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,10 +88,31 @@ def check_version(data: dict[str, Any], path: Path) -> int:
     return int(version)
 
 
+def is_run(folder: Path) -> bool:
+    """Whether `folder` is a run folder (it has a meta.json)."""
+    return (Path(folder) / META).is_file()
+
+
+def run_dirs(root: Path, experiment: str | None = None) -> list[Path]:
+    """The run folders under a results root (`root/<experiment>/<run-id>/`), of one
+    experiment or of all, sorted (run ids sort by time)."""
+    pattern = f"{experiment or '*'}/*/{META}"
+    return sorted(path.parent for path in Path(root).glob(pattern))
+
+
 def read_meta(run_dir: Path) -> dict[str, Any]:
     meta = _load(run_dir / META, META)
     check_version(meta, run_dir / META)
     return meta
+
+
+def peek_meta(run_dir: Path) -> dict[str, Any]:
+    """A run's meta.json as it is, whatever its schema version; {} when it is missing or
+    unreadable (for listings that show every run, as the run index does)."""
+    try:
+        return _load(Path(run_dir) / META, META)
+    except LabError:
+        return {}
 
 
 def read_cell(cell_dir: Path) -> dict[str, Any] | None:
@@ -98,6 +123,15 @@ def read_cell(cell_dir: Path) -> dict[str, Any] | None:
     data = _load(path, CELL)
     check_version(data, path)
     return data
+
+
+def iter_cells(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The cell.json of every cell folder of a run that has one, in folder order."""
+    for cell_dir in sorted((Path(run_dir) / CELLS).iterdir()
+                           if (Path(run_dir) / CELLS).is_dir() else ()):
+        cell = read_cell(cell_dir)
+        if cell is not None:
+            yield cell
 
 
 def cell_sysctls(meta: dict[str, Any], cell_id: str,
@@ -112,7 +146,10 @@ def cell_sysctls(meta: dict[str, Any], cell_id: str,
 
 @dataclass
 class RunWriter:
-    """Writes one run folder; the only code that creates meta.json and cell.json files."""
+    """Writes one run folder; the only code that creates meta.json and cell.json files.
+
+    `meta` is what meta.json holds: read it freely, change it only through the methods
+    below, each of which saves the file."""
 
     dir: Path
     meta: dict[str, Any]
@@ -156,6 +193,27 @@ class RunWriter:
 
     def save_meta(self) -> None:
         _dump(self.dir / META, self.meta)
+
+    def record(self, key: str, value: Any) -> None:
+        """Set one top-level meta.json field (e.g. `runtime`, `plan`)."""
+        self.meta[key] = value
+        self.save_meta()
+
+    def merge(self, key: str, entries: dict[str, Any]) -> None:
+        """Add `entries` to the mapping a top-level field holds (e.g. `images`, `profiles`,
+        `port_range_choice`), creating it when missing."""
+        self.meta.setdefault(key, {}).update(entries)
+        self.save_meta()
+
+    def append(self, key: str, item: Any) -> None:
+        """Add `item` to the list a top-level field holds (e.g. `warnings`)."""
+        self.meta.setdefault(key, []).append(item)
+        self.save_meta()
+
+    def record_cell(self, cell_id: str, key: str, value: Any) -> None:
+        """Set one field of a cell's entry in meta.json `cells` (e.g. `wan`)."""
+        self.meta["cells"][cell_id][key] = value
+        self.save_meta()
 
     def start_cell(self, cell_id: str, params: dict[str, Any], started: str) -> Path:
         previous = self.meta["cells"].get(cell_id)

@@ -18,17 +18,18 @@ from pathlib import Path
 
 import yaml
 
-from dnslab import cpus, paths, servers
+from dnslab import cpus, paths
 from dnslab.errors import LabError
+from dnslab.servers.manifest import kinds_for_role, server_kinds
 
 LAN = ipaddress.IPv4Network("198.18.0.0/24")
 FIRST_HOST = 10
 IFACE = "eth1"
 
 ROLES = {"primary", "secondary", "frontend", "resolver", "client"}
-# the server kinds and which role each may take: from their drivers (dnslab/servers/)
-SERVERS = set(servers.kinds())
-ROLE_SERVERS = {role: set(servers.kinds_for_role(role)) for role in ROLES}
+# the server kinds and which role each may take: from their manifests (dnslab/servers/)
+SERVERS = set(server_kinds())
+ROLE_SERVERS = {role: set(kinds_for_role(role)) for role in ROLES}
 
 
 def node_address(ordinal: int) -> ipaddress.IPv4Address:

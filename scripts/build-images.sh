@@ -1,15 +1,17 @@
 #!/bin/sh
-# Build the lab's container images (images/<name>/Dockerfile, context images/).
+# Build the lab's container images, one per image kind's manifest (dnslab/servers/<kind>.yaml,
+# field `image`): from images/common/Dockerfile (or images/<dir>/Dockerfile where a kind
+# has its own) with the manifest's build arguments; context images/.
 #
-#   scripts/build-images.sh [--force] [NAME...]   # default: all images in images/tags.sh
+#   scripts/build-images.sh [--force] [NAME...]   # NAME: image dir (dnslab/<dir>); default: all
 #
-# Base image, per Debian suite (an image's `ARG BASE_IMAGE=debian:<suite>-slim`):
+# Base image, per Debian suite (the manifest's image.suite, default bookworm):
 # $BASE_IMAGE if set (bookworm only); else debian:<suite>-slim when Docker already
 # has it; else dnslab/base:<suite>, made by scripts/make-base-image.sh with
 # debootstrap. Nothing is ever pulled from a registry.
 # An image is skipped when an image with its tag exists whose
 # org.dnslab.content-hash label matches the hash of its build inputs
-# (Dockerfile, images/common/, images/versions.env, base image id).
+# (Dockerfile, images/common/, the image's build arguments, base image id).
 # Writes build/images.json ({server kind: image reference}) and prints a summary.
 set -eu
 
@@ -24,7 +26,7 @@ for arg in "$@"; do
     case "$arg" in
     --force) force=1 ;;
     -h | --help)
-        sed -n '2,12p' "$0"
+        sed -n '2,15p' "$0"
         exit 0
         ;;
     -*)
@@ -55,18 +57,18 @@ base_for() {
     fi
 }
 
-# The Debian suite an image builds on: from its Dockerfile's `ARG BASE_IMAGE=debian:<suite>-slim`.
-suite_of() {
-    sed -n 's/^ARG BASE_IMAGE=debian:\([a-z]*\)-slim$/\1/p' "$IMAGES/$1/Dockerfile" | head -n 1
+manifest() {
+    python3 "$REPO/scripts/manifest.py" "$@"
 }
 
-# Build args: every pinned version.
-build_args=""
-while IFS= read -r line; do
-    case "$line" in
-    [A-Z]*=*) build_args="$build_args --build-arg $line" ;;
-    esac
-done <"$IMAGES/versions.env"
+# The Dockerfile of an image dir: its own, else the common one.
+dockerfile_of() {
+    if [ -f "$IMAGES/$1/Dockerfile" ]; then
+        echo "$IMAGES/$1/Dockerfile"
+    else
+        echo "$IMAGES/common/Dockerfile"
+    fi
+}
 
 tab=$(mktemp)
 trap 'rm -f "$tab"' EXIT
@@ -79,16 +81,15 @@ summary=""
 bases=""
 failed=0
 for name in $names; do
+    kind=$(awk -v n="$name" '$2 == n { print $1 }' "$tab")
     ref=$(awk -v n="$name" '$2 == n { print $5 }' "$tab")
-    if [ -z "$ref" ] || [ ! -f "$IMAGES/$name/Dockerfile" ]; then
+    if [ -z "$ref" ]; then
         echo "error: unknown image '$name' (known: $(awk '{ printf "%s ", $2 }' "$tab"))" >&2
         exit 2
     fi
-    suite=$(suite_of "$name")
-    [ -n "$suite" ] || {
-        echo "error: images/$name/Dockerfile lacks 'ARG BASE_IMAGE=debian:<suite>-slim'" >&2
-        exit 2
-    }
+    dockerfile=$(dockerfile_of "$name")
+    suite=$(manifest field "$kind" image.suite)
+    args=$(manifest build-args "$kind")
     line=$(base_for "$suite") || exit 1
     base=${line%% *}
     base_id=$(docker image inspect --format '{{.Id}}' "$base")
@@ -96,7 +97,8 @@ for name in $names; do
 "
     hash=$(
         {
-            cat "$IMAGES/$name/Dockerfile" "$IMAGES/versions.env"
+            cat "$dockerfile"
+            echo "$args"
             find "$IMAGES/common" -type f | LC_ALL=C sort | xargs cat
             echo "$base_id"
         } | sha256sum | cut -c1-16
@@ -107,10 +109,16 @@ for name in $names; do
         status="up to date"
     else
         echo "building $ref (log: $LOGDIR/$name.log)"
+        # one --build-arg per KEY=VALUE line (values may hold spaces)
+        set --
+        while IFS= read -r arg; do
+            set -- "$@" --build-arg "$arg"
+        done <<ARGS
+$args
+ARGS
         # --network host: apt inside the build uses the host's network setup.
-        # shellcheck disable=SC2086
-        if docker build --force-rm --network host -f "$IMAGES/$name/Dockerfile" -t "$ref" \
-            --build-arg BASE_IMAGE="$base" $build_args \
+        if docker build --force-rm --network host -f "$dockerfile" -t "$ref" \
+            --build-arg BASE_IMAGE="$base" "$@" \
             --label org.dnslab.content-hash="$hash" \
             "$IMAGES" >"$LOGDIR/$name.log" 2>&1; then
             status="built"

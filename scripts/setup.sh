@@ -8,9 +8,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bind9 bind9-utils bind9-dnsutils knot knot-dnsutils knot-dnssecutils nsd dnsdist unbound
-              pdns-server pdns-backend-bind
-              dnsperf iproute2 procps iptables python3-venv
+# The server kinds' packages come from their manifests (dnslab/servers/<kind>.yaml), which
+# scripts/manifest.py reads with the host's python3 and PyYAML (also images/tags.sh and
+# scripts/build-images.sh).
+SERVER_PACKAGES=()
+if [[ "${1:-}" != "--venv" ]]; then
+  if ! python3 -c 'import yaml' 2>/dev/null; then
+    if [[ $(id -u) != 0 ]]; then
+      echo "error: python3 lacks PyYAML, which reads the server manifests (hint: sudo apt-get install -y python3-yaml, or run: sudo make setup)" >&2
+      exit 2
+    fi
+    echo "setup: installing python3-yaml (reads the server manifests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-yaml >/dev/null
+  fi
+  mapfile -t SERVER_PACKAGES < <(python3 scripts/manifest.py host-packages)
+fi
+APT_PACKAGES=("${SERVER_PACKAGES[@]}"
+              iproute2 procps iptables python3-venv
               # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
               libnetfilter-queue-dev gcc util-linux)
 
@@ -48,8 +63,8 @@ if (( ${#need_apt[@]} )); then
   # policy-rc.d kept the new services from starting; also keep them from starting at boot
   # (only the units of packages installed just now: a service the host had is left alone).
   if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-    declare -A unit_of=([bind9]=named [knot]=knot [nsd]=nsd [dnsdist]=dnsdist [unbound]=unbound
-                         [pdns-server]=pdns)
+    declare -A unit_of=()
+    while read -r pkg unit; do unit_of[$pkg]=$unit; done < <(python3 scripts/manifest.py systemd-units)
     for pkg in "${need_apt[@]}"; do
       [[ -n "${unit_of[$pkg]:-}" ]] && systemctl disable "${unit_of[$pkg]}" >/dev/null 2>&1 || true
     done

@@ -23,8 +23,8 @@ from dnslab import cpus, sysctl
 from dnslab.errors import LabError
 from dnslab.nsenter import ip, list_namespaces, namespace_pids, netns_path
 from dnslab.render import RenderedLab, node_sysctls
-from dnslab.runtime import rootfs
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
+from dnslab.runtime.rootfs import chroot_argv, ensure_rootfs
 from dnslab.servers import driver
 from dnslab.topology import Topology
 from dnslab.wait import WaitTimeout, wait_until
@@ -174,7 +174,7 @@ class NetnsRuntime(Runtime):
         for name in nodes:
             node = topology.node(name)
             if node.label("image"):
-                rootfs.ensure_rootfs(node.image, name)
+                ensure_rootfs(node.image, name)
 
     def leftovers(self, lab: str | None) -> list[str]:
         prefix = PREFIX + (f"{lab}-" if lab else "")
@@ -212,7 +212,7 @@ class NetnsRuntime(Runtime):
         ns = Path(info.netns).name
         command = ["sh", str(node_dir / "run.sh")]
         if info.from_image:
-            command = rootfs.chroot_argv(rootfs.ensure_rootfs(info.image, node), info.mounts,
+            command = chroot_argv(ensure_rootfs(info.image, node), info.mounts,
                                          node_dir / "run.sh")
         with open(info.log, "ab") as log:
             # the affinity taskset sets is inherited by the daemon and everything it starts

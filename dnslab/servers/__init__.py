@@ -1,34 +1,41 @@
-"""The server drivers: one module per server kind, found by kind (`driver("knot")`).
+"""The server drivers: one manifest and one module per server kind, found by kind
+(`driver("knot")`).
 
-Every module of this package that defines a `Driver` subclass with a `kind` registers it, so
-a new server kind is one new module here (plus its templates and image), nothing else.
+A server kind is its manifest `<kind>.yaml` (what it is, as data: `manifest.py`), its driver
+module `<kind>.py` (a `Driver` subclass with that `kind`: what it does), its templates
+(`topologies/templates/<kind>/`) and, only where images/common/Dockerfile does not fit,
+its own Dockerfile. Every manifest without `variant_of` is a server kind, so a new kind
+touches nothing else.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from functools import cache
 
 from dnslab.errors import LabError
+from dnslab.servers import manifest
 from dnslab.servers.base import Driver, LogFollower, merge_options
 
 __all__ = ["Driver", "LogFollower", "driver", "drivers", "kinds", "kinds_for_role",
            "merge_options"]
 
 
+def _driver_class(kind: str) -> type[Driver]:
+    module = importlib.import_module(f"{__name__}.{kind}")
+    found = [value for value in vars(module).values()
+             if isinstance(value, type) and issubclass(value, Driver)
+             and value.__module__ == module.__name__ and vars(value).get("kind") == kind]
+    if len(found) != 1:
+        raise LabError(f"dnslab/servers/{kind}.py must define one Driver subclass with "
+                       f"kind = {kind!r} (found {len(found)})",
+                       hint=f"its manifest dnslab/servers/{kind}.yaml names the kind")
+    return found[0]
+
+
 @cache
 def _registry() -> dict[str, Driver]:
-    found: dict[str, Driver] = {}
-    for module in pkgutil.iter_modules(__path__):
-        if module.name == "base":
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        for value in vars(loaded).values():
-            if (isinstance(value, type) and issubclass(value, Driver) and value is not Driver
-                    and value.__module__ == loaded.__name__ and "kind" in vars(value)):
-                found[value.kind] = value()
-    return dict(sorted(found.items()))
+    return {kind: _driver_class(kind)() for kind in manifest.server_kinds()}
 
 
 def drivers() -> list[Driver]:
@@ -42,7 +49,7 @@ def kinds() -> list[str]:
 
 def kinds_for_role(role: str) -> list[str]:
     """The server kinds a node of `role` may run."""
-    return [d.kind for d in drivers() if d.supports(role)]
+    return manifest.kinds_for_role(role)
 
 
 def driver(kind: str) -> Driver:

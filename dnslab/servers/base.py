@@ -1,14 +1,19 @@
-"""What the lab knows about one kind of DNS server, in one class: the `Driver`.
+"""What the lab knows about one kind of DNS server: the `Driver`, a catalogue entry.
 
-A driver per server kind (the `dnslab.server` label: bind, knot, nsd, ...) holds its Debian
-package and binary, its configuration templates, how the lab's generic options (UDP payload,
-room for TCP clients, rate limiting, tuned settings) translate into its own, its log lines
-(transfer events, transfer statistics and span), its state files, its control commands
-(reload, flush, zone status), and the waits procedures use on it (a log line, an SOA serial),
-modelled on Knot's `tests-extra/tools/dnstest/server.py` and BIND's isctest `instance.py`.
-Procedures ask a node's driver (`dnslab.servers.driver(kind)`) and never name a daemon.
+A driver per server kind (the `dnslab.server` label: bind, knot, nsd, ...) reads what the
+kind is from its manifest (`<kind>.yaml`: roles, Debian package and binary, configuration
+files, XoT, health query; `dnslab.servers.manifest`) and holds its behaviour as pure
+functions: how the lab's generic options (UDP payload, room for TCP clients, rate limiting,
+tuned settings) translate into its own, its log lines (transfer events, transfer statistics
+and span), its state files, and the argv of its control commands (reload, flush, zone
+status, what a resolver still has unsettled) with the parsing of their output. A driver
+never touches a running lab: a node of a lab (`dnslab.node.LabNode`, from `lab.node(name)`)
+runs those commands and waits, modelled on Knot's `tests-extra/tools/dnstest/server.py` and
+BIND's isctest `instance.py`. Procedures ask a node's driver (`dnslab.servers.driver(kind)`)
+or the node itself, and never name a daemon.
 
-The generic parts live here; a kind's module only sets attributes and overrides what differs.
+The generic parts live here; a kind's module sets its log patterns and overrides what
+differs.
 """
 
 from __future__ import annotations
@@ -18,14 +23,12 @@ import glob
 import re
 import shutil
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from dnslab.errors import LabError
-from dnslab.wait import wait_until
-
-if TYPE_CHECKING:
-    from dnslab.lab import Lab
+from dnslab.servers.manifest import Manifest, kinds_for_role, manifest, xot_kinds
 
 # A daemon's own timestamps on the log lines that open and close an AXFR (BIND -g:
 # "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[2026-11-23 15:18:06.991]").
@@ -96,24 +99,9 @@ class LogFollower:
 
 
 class Driver:
-    """One server kind. Subclasses set the class attributes and override what differs."""
+    """One server kind: its manifest's data, and the behaviour subclasses override."""
 
     kind: ClassVar[str]
-    # the lab roles (dnslab.role) a node of this kind may have
-    roles: ClassVar[frozenset[str]]
-    # the Debian package and the daemon binary the netns runtime needs (None: no daemon)
-    package: ClassVar[str | None] = None
-    binary: ClassVar[str | None] = None
-    # other commands a node of this kind needs on the netns runtime -> their package (those
-    # in the daemon's own package need not be listed)
-    commands: ClassVar[dict[str, str]] = {}
-    # files (glob patterns) the daemon needs that no command stands for, e.g. a plugin or a
-    # backend library -> their package
-    files: ClassVar[dict[str, str]] = {}
-    # files rendered into the node folder from `topologies/templates/<kind>/<file>.j2`
-    config_files: ClassVar[tuple[str, ...]] = ()
-    # zone transfers over TLS (XoT, RFC 9103), as primary and as secondary
-    xot: ClassVar[bool] = False
     # a secondary's log lines: transfer_ok | connect_failed | transfer_failed, zone in group 1
     transfer_events: ClassVar[LogEvents] = ()
     # the daemon's own figures for a finished AXFR (named groups messages/records/bytes/secs)
@@ -123,7 +111,53 @@ class Driver:
     # files in the node folder that keep a secondary's state between starts
     state_files: ClassVar[tuple[str, ...]] = ()
 
-    # --- what it is and what the host needs ---------------------------------------------
+    # --- what it is and what the host needs (its manifest) --------------------------------
+
+    @cached_property
+    def manifest(self) -> Manifest:
+        return manifest(self.kind)
+
+    @property
+    def roles(self) -> frozenset[str]:
+        """The lab roles (dnslab.role) a node of this kind may have."""
+        return self.manifest.roles
+
+    @property
+    def package(self) -> str | None:
+        """The Debian package of the daemon (None: no daemon)."""
+        return self.manifest.package
+
+    @property
+    def binary(self) -> str | None:
+        """The daemon binary the netns runtime needs (None: no daemon)."""
+        return self.manifest.binary
+
+    @property
+    def commands(self) -> dict[str, str]:
+        """Other commands a node of this kind needs on the netns runtime -> their package
+        (those in the daemon's own package need not be listed)."""
+        return self.manifest.commands
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Files (glob patterns) the daemon needs that no command stands for, e.g. a
+        backend library -> their package."""
+        return self.manifest.files
+
+    @property
+    def config_files(self) -> tuple[str, ...]:
+        """Files rendered into the node folder from `topologies/templates/<kind>/<file>.j2`."""
+        return self.manifest.config_files
+
+    @property
+    def xot(self) -> bool:
+        """Zone transfers over TLS (XoT, RFC 9103), as primary and as secondary."""
+        return self.manifest.xot
+
+    @property
+    def health_query(self) -> str | None:
+        """The record type of the query whose answer shows a node works (None: no daemon)."""
+        return self.manifest.health_query
 
     @property
     def runs_daemon(self) -> bool:
@@ -154,7 +188,7 @@ class Driver:
         if not self.xot:
             raise LabError(f"the packaged {self.kind} cannot transfer zones over TLS (XoT)",
                            hint="TRANSPORTS=tcp, or servers that can: "
-                           + ", ".join(_xot_kinds()))
+                           + ", ".join(xot_kinds()))
 
     # --- option translation (the node options its templates read) -----------------------
 
@@ -210,82 +244,23 @@ class Driver:
     def flush_argvs(self, node_dir: Path) -> list[list[str]] | None:
         return None
 
-    def _control(self, lab: Lab, node: str, what: str, argv: list[str] | None) -> str:
-        if argv is None:
-            raise LabError(f"node {node!r} ({self.kind}) has no {what} command in the lab",
-                           hint="add one to its driver in dnslab/servers/")
-        proc = lab.run(node, argv, timeout=30)
-        return f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
-
-    def reload_zone(self, lab: Lab, node: str, zone: str) -> str:
-        """Make the server load `zone` from its file again (a primary after an edit)."""
-        return self._control(lab, node, "reload", self.reload_argv(lab.node_dir(node),
-                                                                    zone.rstrip(".")))
-
-    def zone_status(self, lab: Lab, node: str, zone: str) -> str:
-        return self._control(lab, node, "zone status",
-                             self.zone_status_argv(lab.node_dir(node), zone.rstrip(".")))
-
-    def flush(self, lab: Lab, node: str) -> str:
-        """Empty the server's caches; returns the commands and their output."""
-        argvs = self.flush_argvs(lab.node_dir(node))
-        if argvs is None:
-            return self._control(lab, node, "cache flush", None)
-        return "".join(self._control(lab, node, "cache flush", argv) for argv in argvs)
-
-    def unsettled(self, lab: Lab, node: str) -> dict[str, int] | None:
-        """A resolver's leftovers from the last load: `in_progress` (queries it is still
-        resolving) and `failures_cached` (failed resolutions it answers from its cache for a
-        while); None: this kind cannot tell."""
+    def unsettled_commands(self, node_dir: Path) -> list[tuple[list[str], float]] | None:
+        """The commands (argv, timeout in s) whose outputs `parse_unsettled` reads; None:
+        this kind cannot tell what it still has unsettled."""
         return None
 
-    # --- evidence: health, version, log lines, serials -----------------------------------
+    def parse_unsettled(self, outputs: list[str]) -> dict[str, int]:
+        """A resolver's leftovers from the last load, from the outputs of
+        `unsettled_commands`: `in_progress` (queries it is still resolving) and
+        `failures_cached` (failed resolutions it answers from its cache for a while)."""
+        raise self._not_for("unsettled")
+
+    # --- evidence ------------------------------------------------------------------------
 
     def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:
         """Whether an answer to the node's health query shows it works: NOERROR, or an rcode
         the node's options list as its own (`health_rcodes`: a server meant to fail)."""
         return rcode == "NOERROR" or rcode in options.get("health_rcodes", ())
-
-    def version(self, lab: Lab, node: str, from_node: str) -> str | None:
-        """What the server says it is (`version.bind CH TXT`, asked from `from_node`, the
-        lab's client), or None if it will not say."""
-        from dnslab import probe
-
-        return probe.server_version(lab.netns(from_node), lab.address(node))
-
-    def wait_for_log(self, lab: Lab, node: str, pattern: str | re.Pattern[str],
-                     timeout: float, since: int = 0) -> str:
-        """Wait until the node's log has a line matching `pattern` after byte `since`;
-        return that line, or raise a LabError after `timeout` seconds or if it exits."""
-        wanted = re.compile(pattern) if isinstance(pattern, str) else pattern
-        path = lab.log(node)
-        follower = LogFollower(path, ())
-        follower.offset = since
-
-        def logged() -> str | None:
-            for line in follower.lines():
-                if wanted.search(line):
-                    return line
-            if not lab.alive(node):
-                raise LabError(f"node {node!r} ({self.kind}) exited", hint=f"its log: {path}")
-            return None
-
-        return wait_until(logged, timeout, f"node {node!r} ({self.kind}) to log a line "
-                          f"matching {wanted.pattern!r}", interval=0.05,
-                          hint=f"its log: {path}")
-
-    def wait_for_serial(self, lab: Lab, node: str, zone: str, serial: int, timeout: float,
-                        from_node: str) -> float:
-        """Wait until the node answers `zone` SOA with `serial` (asked from `from_node`, the
-        lab's client); return the seconds it took."""
-        from dnslab import probe
-
-        took = probe.wait_for_serial(lab.netns(from_node), lab.address(node), zone, serial,
-                                     timeout)
-        if took is None:
-            raise LabError(f"node {node!r} ({self.kind}) did not serve {zone} serial "
-                           f"{serial} within {timeout:.0f} s", hint=f"its log: {lab.log(node)}")
-        return took
 
     # --- a secondary's transfers, from its log -------------------------------------------
 
@@ -293,7 +268,7 @@ class Driver:
         """Follows a secondary's log for `transfer_events`."""
         if not self.transfer_events:
             raise LabError(f"the lab cannot read {self.kind}'s transfer log",
-                           hint="SECONDARY=" + " | ".join(_secondary_kinds()))
+                           hint="SECONDARY=" + " | ".join(kinds_for_role("secondary")))
         return LogFollower(path, self.transfer_events)
 
     def transfer_stats(self, log_text: str) -> dict[str, float]:
@@ -333,14 +308,3 @@ class Driver:
         for journal in node_dir.glob("*.jnl"):
             journal.unlink()
 
-
-def _xot_kinds() -> list[str]:
-    from dnslab.servers import drivers
-
-    return [d.kind for d in drivers() if d.xot]
-
-
-def _secondary_kinds() -> list[str]:
-    from dnslab.servers import kinds_for_role
-
-    return kinds_for_role("secondary")

@@ -11,11 +11,6 @@ from dnslab.servers.base import Driver
 
 class Bind(Driver):
     kind = "bind"
-    roles = frozenset({"primary", "secondary"})
-    package = "bind9"
-    binary = "named"
-    config_files = ("named.conf", "rndc.conf")
-    xot = True
     transfer_events = (
         ("transfer_ok", re.compile(
             r"transfer of '([^/']+)/IN' from \S+: Transfer completed: [1-9]\d* messages")),

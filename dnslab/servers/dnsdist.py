@@ -9,10 +9,6 @@ from dnslab.servers.base import Driver
 
 class Dnsdist(Driver):
     kind = "dnsdist"
-    roles = frozenset({"frontend"})
-    package = "dnsdist"
-    binary = "dnsdist"
-    config_files = ("dnsdist.conf",)
 
     def answer_healthy(self, rcode: str, options: dict[str, Any]) -> bool:
         # a front-end told to refuse everything is healthy when it refuses

@@ -12,10 +12,6 @@ from dnslab.servers.base import Driver
 
 class Knot(Driver):
     kind = "knot"
-    roles = frozenset({"primary", "secondary"})
-    package = "knot"
-    binary = "knotd"
-    config_files = ("knot.conf",)
     transfer_events = (
         ("transfer_ok", re.compile(r"\[([^\]]+)\] AXFR, incoming, remote \S+, finished")),
         ("connect_failed", re.compile(

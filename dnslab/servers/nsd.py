@@ -12,10 +12,6 @@ from dnslab.servers.base import Driver
 
 class Nsd(Driver):
     kind = "nsd"
-    roles = frozenset({"primary", "secondary"})
-    package = "nsd"
-    binary = "nsd"
-    config_files = ("nsd.conf",)
     transfer_events = (
         ("transfer_ok", re.compile(r"zone (\S+?)\.? (?:serial \d+ )?is updated")),
         ("connect_failed", re.compile(

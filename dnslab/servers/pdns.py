@@ -45,11 +45,6 @@ def _log_time(text: str) -> dt.datetime | None:
 
 class Pdns(Driver):
     kind = "pdns"
-    roles = frozenset({"secondary"})
-    package = "pdns-server"
-    binary = "pdns_server"
-    files = {"/usr/lib/*/pdns/libbindbackend.so": "pdns-backend-bind"}
-    config_files = ("pdns.conf", "named.conf")
     transfer_events = (
         ("transfer_ok", re.compile(
             r"AXFR-in zone: '([^']+)', primary: '\S+', zone committed with serial")),

@@ -7,6 +7,3 @@ from dnslab.servers.base import Driver
 
 class Tools(Driver):
     kind = "tools"
-    roles = frozenset({"client"})
-    commands = {"dig": "bind9-dnsutils", "kdig": "knot-dnsutils", "dnsperf": "dnsperf",
-                "resperf": "dnsperf"}

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dnslab.servers.base import Driver
-
-if TYPE_CHECKING:
-    from dnslab.lab import Lab
 
 SERVFAIL = 2  # the rcode in the low 4 bits of a message's flags
 
 
 class Unbound(Driver):
     kind = "unbound"
-    roles = frozenset({"resolver"})
-    package = "unbound"
-    binary = "unbound"
-    config_files = ("unbound.conf", "root.hints")
 
     def _control_argv(self, node_dir: Path, *args: str) -> list[str]:
         return ["unbound-control", "-c", str(node_dir / "unbound.conf"), *args]
@@ -29,16 +22,18 @@ class Unbound(Driver):
         return [self._control_argv(node_dir, *args) for args in
                 (["flush_zone", "."], ["flush_infra", "all"], ["flush_requestlist"])]
 
-    def unsettled(self, lab: Lab, node: str) -> dict[str, int] | None:
+    def unsettled_commands(self, node_dir: Path) -> list[tuple[list[str], float]]:
+        return [(self._control_argv(node_dir, "stats_noreset"), 30),
+                (self._control_argv(node_dir, "dump_cache"), 60)]
+
+    def parse_unsettled(self, outputs: list[str]) -> dict[str, int]:
         """`in_progress`: client queries Unbound is still resolving
-        (`total.requestlist.current.all`); `failures_cached`: SERVFAIL answers in its message
-        cache (`dump_cache` msg lines, rcode 2). Unbound keeps a failed resolution for 5 s
-        (NORR_TTL in util/data/msgparse.h, compiled in), so a name asked again within 5 s
-        fails at once instead of after its round trips."""
-        node_dir = lab.node_dir(node)
-        stats = lab.run(node, self._control_argv(node_dir, "stats_noreset"), timeout=30).stdout
+        (`total.requestlist.current.all` of stats_noreset); `failures_cached`: SERVFAIL
+        answers in its message cache (`dump_cache` msg lines, rcode 2). Unbound keeps a
+        failed resolution for 5 s (NORR_TTL in util/data/msgparse.h, compiled in), so a name
+        asked again within 5 s fails at once instead of after its round trips."""
+        stats, dump = outputs
         match = re.search(r"^total\.requestlist\.current\.all=(\d+)", stats, re.M)
-        dump = lab.run(node, self._control_argv(node_dir, "dump_cache"), timeout=60).stdout
         failures = sum(1 for line in dump.splitlines() if line.startswith("msg ")
                        and len(parts := line.split()) > 4 and parts[4].isdigit()
                        and int(parts[4]) & 0xF == SERVFAIL)

@@ -271,7 +271,7 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
         cell.figures["zone_records"] = zone_set.manifest["totals"]["records"]
         cell.figures["server_sysctls"] = lab.state.nodes[node].sysctls
         cell.figures["client_sysctls"] = lab.state.nodes[nodes.client].sysctls
-        cell.figures["server_version"] = driver(kind).version(lab, node, nodes.client)
+        cell.figures["server_version"] = lab.node(node).version(nodes.client)
 
         rows = response_rows(lab, nodes.client, node, zone_set, server, records, payload,
                              keep=cell.path / "answers")
@@ -343,8 +343,7 @@ def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
             run.prepare_nodes([nodes.servers["bind916"]])
         except LabError as exc:
             servers.remove("bind916")
-            run.meta["servers_skipped"] = {"bind916": exc.message}
-            run.save_meta()
+            run.writer.record("servers_skipped", {"bind916": exc.message})
             print(f"tcp-fallback: bind916 skipped ({exc.message}); `make images` builds it",
                   file=sys.stderr)
     run.prepare_nodes([nodes.servers[s] for s in servers])

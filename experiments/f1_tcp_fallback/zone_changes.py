@@ -13,7 +13,6 @@ from typing import Any
 from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
-from dnslab.servers import driver
 from dnslab.wait import WaitTimeout, wait_until
 
 FUNCTION_COLUMNS = ["change", "action", "name", "serial", "sync_s", "ok"]
@@ -36,7 +35,7 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
     wait for the evidence on the server under test in `node`, asked from the `client` node:
     its SOA serial, then the record present (add) or gone (delete)."""
     rows: list[dict[str, Any]] = []
-    primary_driver = driver(lab.state.nodes[primary].server)
+    primary_node = lab.node(primary)
     for k in range(changes):
         name = f"dnslab-function-{k}.{origin}"
         for action in ("add", "delete"):
@@ -49,7 +48,7 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
             text, serial = _bump_serial(text)
             zone_file.write_text(text)
             start = time.monotonic()
-            primary_driver.reload_zone(lab, primary, origin)
+            primary_node.reload_zone(origin)
             synced = _time_to_serve(lab, client, node, origin, serial, name, action == "add",
                                     start, timeout_s)
             rows.append({"change": k, "action": action, "name": name, "serial": serial,

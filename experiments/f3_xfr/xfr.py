@@ -338,15 +338,14 @@ def choose_port_range(run: Run, server: str, transport: str,
     """The port range the cells of this transport get on the secondary (see the docstring)."""
     params = run.params
     setting = str(params.get("port_range") or "").strip()
-    choices = run.meta.setdefault("port_range_choice", {})
     key = f"{server},{transport}"
     if setting != "auto":
         chosen = SEED_PORT_RANGE if setting == "seed" else (setting or None)
         if chosen and port_range_size(chosen) is None:
             raise LabError(f"PORT_RANGE={setting!r} is not a port range",
                            hint='PORT_RANGE=auto, seed, or "LOW HIGH"')
-        choices[key] = {"rule": setting or "kernel", "port_range": chosen}
-        run.save_meta()
+        run.writer.merge("port_range_choice",
+                         {key: {"rule": setting or "kernel", "port_range": chosen}})
         return chosen
     # 0: the run's own zone count, the same cold start as the cells (5,000 zones went at
     # 833/s on a 2-core VM where 30,000 averaged 363/s)
@@ -372,8 +371,7 @@ def choose_port_range(run: Run, server: str, transport: str,
               "seed_port_range": SEED_PORT_RANGE, "port_range": chosen,
               "ports": port_range_size(chosen)}
     (cell_dir / "calibration.json").write_text(json.dumps(choice, indent=1))
-    choices[key] = choice
-    run.save_meta()
+    run.writer.merge("port_range_choice", {key: choice})
     print(f"{transport}: the secondary opened {connections:,.0f} connections/s; port range "
           f"{chosen} ({port_range_size(chosen):,} ports, the seed's {SEED_PORT_RANGE} has "
           f"{port_range_size(SEED_PORT_RANGE):,})", file=sys.stderr)

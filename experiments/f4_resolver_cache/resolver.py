@@ -87,7 +87,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.nsenter import run_in
 from dnslab.render import LabData, ZoneRef
-from dnslab.servers import Driver, driver
+from dnslab.servers import driver
 from dnslab.topology import LAN, Topology, spare_addresses
 from dnslab.wait import WaitTimeout, wait_until
 from experiments.generators import perf
@@ -197,11 +197,7 @@ def add_dead_addresses(lab: Lab, nodes: ResolverNodes, addresses: list[str]) -> 
 
 def flush(lab: Lab, cell: Cell, node: str) -> None:
     """Empty the resolver's caches with its control command (no network involved)."""
-    (cell.path / "flush.txt").write_text(node_driver(lab, node).flush(lab, node))
-
-
-def node_driver(lab: Lab, node: str) -> Driver:
-    return driver(lab.state.nodes[node].server)
+    (cell.path / "flush.txt").write_text(lab.node(node).flush())
 
 
 # --- no-leak evidence --------------------------------------------------------------------
@@ -326,15 +322,15 @@ def settle(lab: Lab, node: str, timeout_s: float) -> dict[str, Any]:
     Returns the evidence: the failures cached and queries in progress when the wait began,
     the seconds waited, and the failures still cached when it ended (> 0 only when failures
     kept coming for `timeout_s`: then the pass starts anyway, and the row says so)."""
-    driver_of = node_driver(lab, node)
-    first = driver_of.unsettled(lab, node)
+    resolver = lab.node(node)
+    first = resolver.unsettled()
     if first is None:
         return {}
     started, last = time.monotonic(), first
 
     def clear() -> bool:
         nonlocal last
-        last = driver_of.unsettled(lab, node) or {"failures_cached": 0}
+        last = resolver.unsettled() or {"failures_cached": 0}
         return last["failures_cached"] == 0
 
     try:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from dnslab import render, topology
+from dnslab.servers import manifest
 
 pytestmark = pytest.mark.docker
 
@@ -39,9 +40,6 @@ MGMT_SUBNET = "198.18.201.0/24"
 REFERENCE = topology.load("reference")
 ZONE, WWW_ADDR = "example.test", "192.0.2.1"
 STOP_LIMIT_S = 2.0
-# server kind -> the reference lab's node of that kind
-NODE_OF = {"bind": "primary", "knot": "sec-knot", "nsd": "sec-nsd", "dnsdist": "frontend",
-           "unbound": "resolver", "tools": "client"}
 
 
 def ip_of(node: str) -> str:
@@ -362,27 +360,17 @@ def test_entrypoint_gives_up_without_interface(lab: Lab) -> None:
     assert "interface eth1 did not appear within 1 s" in lab.logs(name)
 
 
-VERSION_CMDS = {
-    "bind": ["named", "-V"],
-    "bind916": ["named", "-V"],
-    "knot": ["knotd", "--version"],
-    "nsd": ["nsd", "-v"],
-    "dnsdist": ["dnsdist", "--version"],
-    "unbound": ["unbound", "-V"],
-    "pdns": ["pdns_server", "--version"],
-    "tools": ["dnsperf", "-h"],
-}
-
-
-@pytest.mark.parametrize("server", sorted(VERSION_CMDS))
+@pytest.mark.parametrize("server", sorted(manifest.manifests()))
 def test_image_runs_standalone_and_records_versions(images: dict[str, str], server: str) -> None:
-    """Without DNSLAB_NODE_DIR the image runs the given command; labels name the version."""
+    """Without DNSLAB_NODE_DIR the image runs the given command (the version command of the
+    kind's manifest); labels name the version."""
     ref = images[server]
     pinned = docker(
         "inspect", "--format", '{{index .Config.Labels "org.dnslab.package.version"}}', ref
     ).stdout.strip()
     upstream = pinned.split(":", 1)[-1].split("-")[0]  # 1:9.18.49-1~deb12u3 -> 9.18.49
     assert ref.split(":")[1].startswith(upstream)
-    res = docker("run", "--rm", "--network", "none", ref, *VERSION_CMDS[server], check=False)
+    res = docker("run", "--rm", "--network", "none", ref,
+                 *manifest.manifest(server).version_command, check=False)
     out = res.stdout + res.stderr
     assert upstream in out, out

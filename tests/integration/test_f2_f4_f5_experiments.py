@@ -14,6 +14,7 @@ import json
 import pytest
 
 from dnslab import cpus, experiment
+from dnslab.results import read_meta
 from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
@@ -31,7 +32,7 @@ def test_dnsdist_refuses_the_flood_in_every_variant(results, runtime):
     run = experiment.run_experiment("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     placement = meta["placement"]
     assert placement["shared"] is False
     server_cpus = cpus.parse(placement["server_cpus"])
@@ -71,7 +72,7 @@ def test_dnsdist_with_dnsperf_and_shared_cores(results):
         "SCALE=ci", "RUNTIME=netns", "GENERATOR=dnsperf", "SHARE_CORES=1",
         "VARIANTS=ceiling,untuned"])
     analysed(run)
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     assert meta["placement"]["shared"] is True
     assert meta["placement"]["generator_cpus"] == meta["placement"]["server_cpus"]
     for cell_id, fig in cell_figures(run).items():
@@ -84,7 +85,7 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
     run = experiment.run_experiment("resolver-cache", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     for q in (100, 200, 300):
         cold, warm = figures[f"cache=cold,outstanding={q}"], figures[f"cache=warm,outstanding={q}"]
         # cold and warm measured the same way: one pass over the 1,000 names, 2 trials each
@@ -153,7 +154,7 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
     assert capacity > 100
     profiles = ("default", "diiner", "tso-win-divisor-1")
     # rounds are blocks: round r runs every profile, the order rotated by one each round
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     order = [c for c in meta["cells"] if c.startswith("profile=")]
     assert order == [f"profile={p},round={r}" for r in (1, 2, 3)
                      for p in profiles[r - 1:] + profiles[:r - 1]]

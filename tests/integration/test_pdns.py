@@ -8,11 +8,10 @@ asked for (almost) every zone, not every one."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dnslab import experiment
+from dnslab.results import read_cell, read_meta
 from tests.integration.conftest import analysed, cell_figures, verdict_statuses
 
 pytestmark = pytest.mark.integration
@@ -23,7 +22,7 @@ def test_pdns_secondary_runs_out_of_ports_only_with_the_calibrated_range(results
         "SCALE=ci", f"RUNTIME={runtime}", "SECONDARY=pdns", "TRANSPORTS=tcp"])
     analysed(run)
     figures = cell_figures(run)
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     ports = meta["port_range_choice"]["pdns,tcp"]["ports"]
     calibration = figures["phase=calibrate,secondary=pdns,transport=tcp"]
     assert calibration["zones_served"] == 400 and calibration["connect_failures"] == 0
@@ -68,6 +67,6 @@ def test_pdns_under_test_truncates_what_the_mix_predicts_and_follows_the_primary
         assert f["capacity_qps"] == 200
         # records added and deleted on the primary reach it by NOTIFY and AXFR under load
         assert f["function_passed"] is True and f["function_synced"] == 6
-    tuned = run.path / "cells" / "server=pdns,records=after,tuning=tuned" / "cell.json"
-    options = json.loads(tuned.read_text())["params"]["server_options"]
+    tuned = read_cell(run.path / "cells" / "server=pdns,records=after,tuning=tuned")
+    options = tuned["params"]["server_options"]
     assert options == {"udp-truncation-threshold": 4096, "max-tcp-connections": 10000}

@@ -10,12 +10,12 @@ and the client's sysctls.
 from __future__ import annotations
 
 import csv
-import json
 import subprocess
 
 import pytest
 
 from dnslab import cpus, experiment, paths
+from dnslab.results import read_cell, read_meta
 from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime)
         # the generator's ceiling against dnsload serve, on the same placement: the CI rates
         # (500, 1000, 2000) are far below it
         assert figures.pop(cell_id)["capacity_qps"] == 2000, cell_id
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     placement = meta["placement"]
     assert placement["shared"] is False
     assert not set(cpus.parse(placement["generator_cpus"])) & set(
@@ -90,7 +90,7 @@ def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime)
         responses = list(csv.DictReader(handle))
     assert {r["source"] for r in responses} == {"udp", "tcp", "model"}
     assert {r["kind"] for r in responses} == {"tac", "apn"}
-    params = json.loads((cell_dir / "cell.json").read_text())["params"]
+    params = read_cell(cell_dir)["params"]
     assert params["server_options"]["tcp-listen-queue"] == 65535
     assert params["server_options"]["minimal_responses"] == "no"
     monitor = cell_dir / "monitor" / "sec-bind.csv"
@@ -156,10 +156,9 @@ def test_bind916_from_its_image_fills_the_additional_section(results, runtime, b
     assert f["apn_tcp_additional"] == f["apn_model_additional"]
     assert f["tcp_share"] == pytest.approx(f["predicted_tcp_share"], abs=0.03)
     assert f["capacity_qps"] == 200 and f["function_synced"] == f["function_changes"] == 6
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     assert meta["images"] == {"sec-bind916": "dnslab/bind9-bullseye:9.16.50-1-deb11u2"}
-    cell = json.loads((run.path / "cells" / "server=bind916,records=before,tuning=tuned"
-                       / "cell.json").read_text())
+    cell = read_cell(run.path / "cells" / "server=bind916,records=before,tuning=tuned")
     # 9.16 has no socket buffer options: the tuned cell sets only what it knows
     assert set(cell["params"]["server_options"]) >= {"tcp-clients", "tcp-listen-queue"}
     assert "udp-receive-buffer" not in cell["params"]["server_options"]

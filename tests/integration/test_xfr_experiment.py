@@ -10,11 +10,10 @@ over TLS (XoT).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dnslab import experiment
+from dnslab.results import read_meta
 from tests.integration.conftest import RUNTIMES, analysed, cell_figures, run_once, verdict_statuses
 
 pytestmark = pytest.mark.integration
@@ -24,7 +23,7 @@ def test_bind_secondary_runs_out_of_ports_only_with_the_calibrated_range(results
     run = run_once("xfr-30k-zones", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     for transport in ("tcp", "tls"):
         choice = meta["port_range_choice"][f"bind,{transport}"]
         assert choice["rule"] == "auto" and choice["calibration_zones"] == 400
@@ -61,7 +60,7 @@ def test_the_seeds_port_range_is_one_parameter_away(results, runtime):
     figures = cell_figures(run)
     assert list(figures) == ["transport=tcp,profile=default"]  # no calibration needed
     assert figures["transport=tcp,profile=default"]["port_range"] == "32768 60999"
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     assert meta["port_range_choice"]["bind,tcp"] == {"rule": "seed",
                                                      "port_range": "32768 60999"}
 
@@ -93,7 +92,7 @@ def test_tld_transfer_repeats_into_a_cold_secondary(results, runtime):
     assert all(0 < d < s for d, s in zip(figures["delays_s"], figures["start_to_soa_s"],
                                          strict=True))
     # primary and secondary on separate cores, as the seed's separate hosts; read back
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = read_meta(run.path)
     placed = meta["placement"]
     assert placed["shared"] is False and placed["primary_cpus"] != placed["secondary_cpus"]
     cell = meta["cells"]["secondary=bind"]
@@ -117,7 +116,7 @@ def test_any_authoritative_kind_can_be_the_primary(results, primary, secondary):
     run = experiment.run_experiment("xfr-smallest", [
         "SCALE=ci", "RUNTIME=netns", f"PRIMARY={primary}", f"SECONDARIES={secondary}"])
     figures = cell_figures(run)[f"secondary={secondary}"]
-    cell = json.loads((run.path / "meta.json").read_text())["cells"][f"secondary={secondary}"]
+    cell = read_meta(run.path)["cells"][f"secondary={secondary}"]
     assert cell["params"]["primary"] == primary and cell["params"]["primary_node"] != "primary"
     assert figures["completed"] == 3 and all(d > 0 for d in figures["delays_s"])
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis import index, run_analysis
+from dnslab.results import run_dirs
 from tests.fixtures.runs import build_standard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ def test_index_lists_runs_with_verdicts(results: Path) -> None:
     run_analysis(results / "xfr-30k-zones" / "20250101T000000Z-good")
     index.update(results)
     rows = {r["path"]: r for r in index.list_runs(results)}
-    assert len(rows) == len(list(results.glob("*/*/meta.json")))
+    assert len(rows) == len(run_dirs(results))
     good = rows["xfr-30k-zones/20250101T000000Z-good"]
     # the seed's exact range and XoT: neither in the synthetic run (no such cells)
     assert [v["status"] for v in good["verdicts"]].count("reproduced") == 7

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from analysis.rundata import load_run
+from dnslab import results
 from dnslab.errors import LabError
 from dnslab.results import SCHEMA_VERSION, RunWriter
 from tests.fixtures.runs import build_standard
@@ -15,22 +15,19 @@ from tests.fixtures.runs import build_standard
 
 def test_fixture_runs_carry_the_schema_version_and_read_back(tmp_path: Path) -> None:
     root = build_standard(tmp_path)
-    metas = sorted(root.glob("*/*/meta.json"))
-    assert len(metas) == 11
-    for meta in metas:
-        data = json.loads(meta.read_text())
-        assert data["schema_version"] == SCHEMA_VERSION
-        run = load_run(meta.parent)
-        assert run.cells, meta
+    run_dirs = results.run_dirs(root)
+    assert len(run_dirs) == 11
+    for run_dir in run_dirs:
+        assert results.read_meta(run_dir)["schema_version"] == SCHEMA_VERSION
+        run = load_run(run_dir)
+        assert run.cells, run_dir
         for cell in run.cells:
             assert cell.dir.is_dir()
 
 
 def test_unknown_schema_version_is_refused_with_one_line(tmp_path: Path) -> None:
     run_dir = build_standard(tmp_path) / "xfr-30k-zones" / "20250101T000000Z-good"
-    meta = json.loads((run_dir / "meta.json").read_text())
-    meta["schema_version"] = SCHEMA_VERSION + 1
-    (run_dir / "meta.json").write_text(json.dumps(meta))
+    RunWriter(run_dir, results.read_meta(run_dir)).record("schema_version", SCHEMA_VERSION + 1)
     with pytest.raises(LabError) as info:
         load_run(run_dir)
     line = info.value.one_line()
@@ -41,11 +38,11 @@ def test_unknown_schema_version_is_refused_with_one_line(tmp_path: Path) -> None
 def test_schema_1_runs_written_before_the_contract_still_read(tmp_path: Path) -> None:
     """The runner's layout before the contract: no schema_version, no sysctls_requested."""
     run_dir = build_standard(tmp_path) / "xfr-30k-zones" / "20250101T000000Z-good"
-    meta = json.loads((run_dir / "meta.json").read_text())
-    del meta["schema_version"]
-    for cell in meta["cells"].values():
+    writer = RunWriter(run_dir, results.read_meta(run_dir))
+    del writer.meta["schema_version"]
+    for cell in writer.meta["cells"].values():
         del cell["sysctls_requested"]
-    (run_dir / "meta.json").write_text(json.dumps(meta))
+    writer.save_meta()
     run = load_run(run_dir)
     cell = run.cells[0]
     assert run.sysctls_requested_for(cell.id) == {}
@@ -68,3 +65,26 @@ def test_sysctls_requested_and_read_back_are_kept_per_cell_and_node(tmp_path: Pa
     run = load_run(writer.dir)
     assert run.sysctls_for("profile=a") == {"n1": {"net.core.somaxconn": "4096"}}
     assert run.sysctls_requested_for("profile=a") == {"n1": {"net.core.somaxconn": "65535"}}
+
+
+def test_the_writers_field_methods_save_and_the_readers_find_runs_and_cells(
+        tmp_path: Path) -> None:
+    writer = RunWriter.create(tmp_path, "exp", "20250101T000000Z-aaaa", {"params": {}})
+    writer.start_cell("profile=default", {"profile": "default"}, started="t0")
+    writer.record("runtime", "netns")
+    writer.merge("images", {"a": "dnslab/a:1"})
+    writer.merge("images", {"b": "dnslab/b:2"})
+    writer.append("warnings", "first")
+    writer.record_cell("profile=default", "wan", {"sec": {"delay_ms": 5}})
+    writer.write_cell("profile=default", {"qps": 1}, "complete")
+    (writer.dir / "cells" / "unfinished").mkdir()
+    meta = results.read_meta(writer.dir)
+    assert meta["runtime"] == "netns" and meta["warnings"] == ["first"]
+    assert meta["images"] == {"a": "dnslab/a:1", "b": "dnslab/b:2"}
+    assert meta["cells"]["profile=default"]["wan"] == {"sec": {"delay_ms": 5}}
+    assert results.run_dirs(tmp_path) == results.run_dirs(tmp_path, "exp") == [writer.dir]
+    assert results.run_dirs(tmp_path, "other") == [] and results.is_run(writer.dir)
+    assert [c["figures"] for c in results.iter_cells(writer.dir)] == [{"qps": 1}]
+    RunWriter(writer.dir, meta).record("schema_version", SCHEMA_VERSION + 1)
+    assert results.peek_meta(writer.dir)["runtime"] == "netns"
+    assert results.peek_meta(tmp_path) == {} and not results.is_run(tmp_path)

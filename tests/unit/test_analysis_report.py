@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis import run_analysis
+from dnslab.results import run_dirs
 from tests.fixtures.runs import build_standard
 
 
@@ -67,11 +68,11 @@ def test_missing_file_reported_once_per_problem(results: Path) -> None:
 
 
 def test_every_fixture_run_analyses(results: Path) -> None:
-    for meta in sorted(results.glob("*/*/meta.json")):
-        summary = run_analysis(meta.parent)
-        assert summary["verdicts"], meta.parent
+    for run_dir in run_dirs(results):
+        summary = run_analysis(run_dir)
+        assert summary["verdicts"], run_dir
         assert summary["analysis"]["plots"] or summary["experiment"] in (
-            "tcp-fallback", "dnsdist", "resolver-cache", "tcp-sysctl"), meta.parent
+            "tcp-fallback", "dnsdist", "resolver-cache", "tcp-sysctl"), run_dir
 
 
 def test_f5_report_shows_the_generator_ceiling_beside_the_capacity(results: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from dnslab.servers import manifest
 from dnslab.topology import resolve_node
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,9 +28,9 @@ BUILD_SCRIPT = REPO / "scripts" / "build-containerlab.sh"
 TAGS = REPO / "images" / "tags.sh"
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.clab.yml"))
 
-SERVER_KINDS = ("bind", "knot", "nsd", "dnsdist", "unbound", "pdns", "tools")
+SERVER_KINDS = tuple(manifest.server_kinds())
 # image kinds beyond the server kinds: a node names one with the label dnslab.image
-IMAGE_VARIANTS = {"bind916": "bind"}
+IMAGE_VARIANTS = {k: m.variant_of for k, m in manifest.manifests().items() if m.variant_of}
 ROLES = ("primary", "secondary", "frontend", "resolver", "client")
 
 
@@ -215,24 +216,16 @@ def test_missing_bind_source_is_rejected(clab: Path, tmp_path: Path) -> None:
     assert "failed to verify bind path" in res.stderr + res.stdout
 
 
-def test_tag_rule_matches_versions_file() -> None:
-    """images/tags.sh derives each tag from the pinned Debian version in images/versions.env."""
-    versions = dict(
-        line.split("=", 1)
-        for line in (REPO / "images" / "versions.env").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
+def test_tag_rule_matches_the_manifests_versions() -> None:
+    """images/tags.sh derives each tag from the pinned Debian version in the kind's manifest
+    (dnslab/servers/<kind>.yaml, image.version)."""
     refs = image_refs()
-    assert set(refs) == set(SERVER_KINDS) | set(IMAGE_VARIANTS)
+    assert set(refs) == set(SERVER_KINDS) | set(IMAGE_VARIANTS) == set(manifest.manifests())
+    assert "bind916" in IMAGE_VARIANTS and "pdns" in SERVER_KINDS
     assert refs["bind"].startswith("dnslab/bind9:")
-    for kind, var in [
-        ("bind", "BIND9_VERSION"),
-        ("bind916", "BIND9_BULLSEYE_VERSION"),
-        ("unbound", "UNBOUND_VERSION"),
-        ("tools", "DNSPERF_VERSION"),
-    ]:
+    for kind in ["bind", "bind916", "unbound", "tools"]:
         tag = refs[kind].split(":", 1)[1]
-        upstream = versions[var].split(":", 1)[-1]
+        upstream = manifest.manifest(kind).image.version.split(":", 1)[-1]
         assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag), tag
         assert tag == re.sub(r"[~+:]", "-", upstream)
 

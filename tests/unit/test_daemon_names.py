@@ -18,12 +18,17 @@ import tokenize
 from pathlib import Path
 
 from dnslab import findings
+from dnslab.servers import manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = "fixtures.py"  # a finding's synthetic runs, test data as tests/ is
-SERVER_WORDS = re.compile(
-    r"\b(named|knotd|knotc|nsd|nsd-control|dnsdist|unbound|unbound-control|pdns|pdns_server|"
-    r"pdns_control|rndc|bind|knot)\b")
+# every server kind with a daemon and its binary (from the manifests), and the control tools
+# the drivers run
+CONTROL_TOOLS = {"rndc", "knotc", "nsd-control", "unbound-control", "pdns_control"}
+DAEMONS = {m.kind: m.binary for m in manifest.manifests().values() if m.binary}
+SERVER_WORDS = re.compile(r"\b(" + "|".join(sorted(
+    {*DAEMONS, *DAEMONS.values(), *CONTROL_TOOLS}, key=lambda word: (-len(word), word)))
+    + r")\b")
 DATA_NAMES = (
     set(findings.known_experiments())
     | {p.name.removesuffix(".clab.yml") for p in (ROOT / "topologies").glob("*.clab.yml")})

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from analysis.rundata import load_run
-from dnslab import experiment, experiment_spec, paths
+from dnslab import experiment, experiment_spec, paths, results
 from dnslab.errors import LabError
 from dnslab.results import SCHEMA_VERSION
 from dnslab.runtime.base import LabState
@@ -80,11 +78,11 @@ def test_runs_get_their_own_folder_and_keep_interrupted_cells(tmp_path, monkeypa
             cell.figures["partial"] = 1
             raise KeyboardInterrupt
     first.finish(complete=False)
-    meta = json.loads((first.path / "meta.json").read_text())
+    meta = results.read_meta(first.path)
     assert meta["complete"] is False and meta["ended"]
     assert meta["cells"]["profile=default"]["status"] == "interrupted"
     assert meta["kernel"] and meta["git"] and meta["command"] == ["make", "experiment"]
-    cell = json.loads((first.path / "cells" / "profile=default" / "cell.json").read_text())
+    cell = results.read_cell(first.path / "cells" / "profile=default")
     assert cell["figures"]["partial"] == 1 and cell["status"] == "interrupted"
     assert meta["schema_version"] == SCHEMA_VERSION and cell["schema_version"] == SCHEMA_VERSION
     # the runner writes the run; the analysis (a separate step) writes summary.json
@@ -142,14 +140,14 @@ def test_a_resumed_run_keeps_finished_cells_and_sets_unfinished_ones_aside(tmp_p
     again.finish(complete=True)
     cells = first.path / "cells"
     assert (cells / "profile=wide-ports.attempt-1" / "half.csv").exists()  # never deleted
-    meta = json.loads((first.path / "meta.json").read_text())
+    meta = results.read_meta(first.path)
     assert meta["complete"] is True and len(meta["resumed"]) == 1
     assert meta["resumed"][0]["git"]["commit"] and meta["resumed"][0]["kernel"]
     assert meta["cells"]["profile=wide-ports"]["attempts"] == [
         {"path": "cells/profile=wide-ports.attempt-1", "status": "interrupted"}]
     assert list(meta["cells"]) == ["profile=default", "profile=wide-ports"]
     assert meta["cells"]["profile=default"]["status"] == "complete"
-    kept = json.loads((cells / "profile=default" / "cell.json").read_text())
+    kept = results.read_cell(cells / "profile=default")
     assert kept["figures"] == {"tw_peak": 7}  # the finished cell was not touched
 
 

@@ -4,10 +4,12 @@ figures."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import zones
-from dnslab import topology
+from dnslab import results, topology
 from dnslab.errors import LabError
 from experiments.f1_tcp_fallback import (
     cache_model,
@@ -153,13 +155,14 @@ def test_function_test_bumps_the_soa_serial():
 
 class _StubRun:
     """Just what `usable_servers` touches of a Run: the parameters, the topology, the
-    experiment's defaults and a node check that fails for the image node when its image is
-    missing."""
+    experiment's defaults, a node check that fails for the image node when its image is
+    missing, and a run folder (`writer`) in `folder`."""
 
-    def __init__(self, servers: list[str], image_built: bool) -> None:
+    def __init__(self, servers: list[str], image_built: bool, folder: Path) -> None:
         self.params = {"servers": servers}
         self.spec = type("Spec", (), {"params": {"servers": ["bind916", "bind", "knot", "nsd"]}})
-        self.meta: dict = {}
+        run_id = f"stub-{len(results.run_dirs(folder))}"
+        self.writer = results.RunWriter.create(folder, "tcp-fallback", run_id, {})
         self.topology = topology.load("mobile")
         self.image_built = image_built
         self.prepared: list[list[str]] = []
@@ -169,23 +172,20 @@ class _StubRun:
             raise LabError("image dnslab/bind9-bullseye is not built", hint="make images")
         self.prepared.append(nodes)
 
-    def save_meta(self) -> None:
-        pass
-
 
 def _usable(run: _StubRun) -> list[str]:
     return fallback.usable_servers(run, fallback.MobileNodes.of(run.topology))
 
 
-def test_bind916_leaves_the_default_servers_only_when_its_image_is_missing():
-    run = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=False)
+def test_bind916_leaves_the_default_servers_only_when_its_image_is_missing(tmp_path):
+    run = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=False, folder=tmp_path)
     assert _usable(run) == ["bind", "knot", "nsd"]
-    assert "not built" in run.meta["servers_skipped"]["bind916"]
-    built = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=True)
+    assert "not built" in results.read_meta(run.writer.dir)["servers_skipped"]["bind916"]
+    built = _StubRun(["bind916", "bind", "knot", "nsd"], image_built=True, folder=tmp_path)
     assert _usable(built) == ["bind916", "bind", "knot", "nsd"]
     # asked for by name, a missing image is an error, not a silent skip
     with pytest.raises(LabError, match="not built"):
-        _usable(_StubRun(["bind916"], image_built=False))
+        _usable(_StubRun(["bind916"], image_built=False, folder=tmp_path))
 
 
 class _PlannedRun:

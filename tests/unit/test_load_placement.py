@@ -3,7 +3,6 @@ busy share of a CPU set over a step, kxdpgun's totals, the ceilings benchmark's 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from bench import bench_ceilings
 from dnslab.counters import mean_cores, mean_cpu
 from dnslab.errors import LabError
+from dnslab.results import RunWriter
 from experiments.f1_tcp_fallback.stair_recorder import step_note
 from experiments.generators.kxdpgun import parse_kxdpgun
 
@@ -58,24 +58,28 @@ def test_kxdpgun_totals_parse():
         parse_kxdpgun("failed to initialize XDP socket\n")
 
 
-def _cell(run: Path, cell_id: str, params: dict, figures: dict) -> None:
-    path = run / "cells" / cell_id
-    path.mkdir(parents=True)
-    (path / "cell.json").write_text(json.dumps(
-        {"cell_id": cell_id, "params": params, "figures": figures}))
+PLACED = {"generator_cpus": "1", "server_cpus": "0", "shared": False}
+
+
+def _run(root: Path, experiment: str, run_id: str, params: dict) -> RunWriter:
+    writer = RunWriter.create(root, experiment, run_id, {"params": params})
+    writer.record_run_placement(PLACED)
+    return writer
+
+
+def _cell(run: RunWriter, cell_id: str, params: dict, figures: dict) -> None:
+    run.start_cell(cell_id, params, started="2026-11-25T00:00:00+00:00")
+    run.write_cell(cell_id, figures, "complete")
 
 
 def test_ceilings_benchmark_puts_each_cell_beside_its_ceiling(tmp_path: Path):
-    run = tmp_path / "tcp-fallback" / "r1"
-    run.mkdir(parents=True)
-    (run / "meta.json").write_text(json.dumps({
-        "experiment": "tcp-fallback", "run_id": "r1", "params": {},
-        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
-    _cell(run, "server=ceiling,records=after", {"server": "ceiling", "records": "after"},
+    writer = _run(tmp_path, "tcp-fallback", "r1", {})
+    run = writer.dir
+    _cell(writer, "server=ceiling,records=after", {"server": "ceiling", "records": "after"},
           {"capacity_qps": 20000, "first_fail_qps": 25000})
-    _cell(run, "server=bind,records=after,tuning=tuned",
+    _cell(writer, "server=bind,records=after,tuning=tuned",
           {"server": "bind", "records": "after", "tuning": "tuned"}, {"capacity_qps": 19000})
-    _cell(run, "server=bind,records=after,tuning=untuned",
+    _cell(writer, "server=bind,records=after,tuning=untuned",
           {"server": "bind", "records": "after", "tuning": "untuned"}, {"capacity_qps": 2000})
     rows = {r["cell"]: r for r in bench_ceilings.rows_for(run)}
     assert rows["server=bind,records=after,tuning=tuned"]["share"] == pytest.approx(0.95)
@@ -86,16 +90,13 @@ def test_ceilings_benchmark_puts_each_cell_beside_its_ceiling(tmp_path: Path):
 
 def test_ceilings_benchmark_puts_each_paced_load_beside_dnsperfs_ceiling(tmp_path: Path,
                                                                          capsys):
-    run = tmp_path / "tcp-sysctl" / "r2"
-    run.mkdir(parents=True)
-    (run / "meta.json").write_text(json.dumps({
-        "experiment": "tcp-sysctl", "run_id": "r2", "params": {"loads": [10, 100]},
-        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
-    _cell(run, "phase=capacity", {"phase": "capacity", "profile": "default"},
+    writer = _run(tmp_path, "tcp-sysctl", "r2", {"loads": [10, 100]})
+    run = writer.dir
+    _cell(writer, "phase=capacity", {"phase": "capacity", "profile": "default"},
           {"capacity_qps": 18000})
-    _cell(run, "phase=ceiling", {"phase": "ceiling"},
+    _cell(writer, "phase=ceiling", {"phase": "ceiling"},
           {"ceiling_qps_l10": 1800, "ceiling_qps_l100": 10600})
-    _cell(run, "profile=default", {"profile": "default"},
+    _cell(writer, "profile=default", {"profile": "default"},
           {"target_qps_l10": 1800, "target_qps_l100": 18000, "qps_l10": 1790,
            "qps_l100": 10500})
     rows = {r["cell"]: r for r in bench_ceilings.paced_rows_for(run)}
@@ -109,18 +110,15 @@ def test_ceilings_benchmark_puts_each_paced_load_beside_dnsperfs_ceiling(tmp_pat
 
 def test_ceilings_benchmark_puts_each_resolver_pass_beside_dnsperfs_ceiling_at_its_q(
         tmp_path: Path, capsys):
-    run = tmp_path / "resolver-cache" / "r3"
-    run.mkdir(parents=True)
-    (run / "meta.json").write_text(json.dumps({
-        "experiment": "resolver-cache", "run_id": "r3", "params": {},
-        "placement": {"generator_cpus": "1", "server_cpus": "0", "shared": False}}))
-    _cell(run, "phase=ceiling", {"phase": "ceiling", "outstanding": [100, 300]},
+    writer = _run(tmp_path, "resolver-cache", "r3", {})
+    run = writer.dir
+    _cell(writer, "phase=ceiling", {"phase": "ceiling", "outstanding": [100, 300]},
           {"ceiling_qps_q100": 40000, "ceiling_qps_q300": 60000})
-    _cell(run, "cache=warm,outstanding=100", {"cache": "warm", "outstanding": 100},
+    _cell(writer, "cache=warm,outstanding=100", {"cache": "warm", "outstanding": 100},
           {"qps": 38000})
-    _cell(run, "cache=warm,outstanding=300", {"cache": "warm", "outstanding": 300},
+    _cell(writer, "cache=warm,outstanding=300", {"cache": "warm", "outstanding": 300},
           {"qps": 6000})
-    _cell(run, "ramp=resperf,cache=warm", {"cache": "warm", "tool": "resperf"},
+    _cell(writer, "ramp=resperf,cache=warm", {"cache": "warm", "tool": "resperf"},
           {"max_throughput_qps": 9000})
     rows = {r["cell"]: r for r in bench_ceilings.rows_for(run)}
     assert rows["cache=warm,outstanding=100"]["share"] == pytest.approx(0.95)

@@ -127,43 +127,17 @@ def test_the_ceiling_is_the_median_pass_per_q_and_loops_apart():
     assert "ceiling_loop_qps_q100" not in figures
 
 
-class _FakeControlLab:
-    """Answers unbound-control's stats_noreset and dump_cache as an Unbound would."""
+class _LabOf:
+    """A lab whose every node is `handle`."""
 
-    def __init__(self, stats: str, dump: str):
-        self.stats, self.dump, self.calls = stats, dump, []
+    def __init__(self, handle):
+        self.handle = handle
 
-    def node_dir(self, node):
-        from pathlib import Path
-
-        return Path("/lab") / node
-
-    def run(self, node, argv, timeout=None):
-        from types import SimpleNamespace
-
-        self.calls.append(argv[-1])
-        return SimpleNamespace(stdout=self.stats if argv[-1] == "stats_noreset" else self.dump)
+    def node(self, name):
+        return self.handle
 
 
-def test_unbound_counts_the_failures_it_holds_and_the_queries_in_progress():
-    from dnslab import servers
-
-    dump = "\n".join([
-        "START_RRSET_CACHE", ";rrset 3500 1 0 2 0", "www.a.test. 3600 IN A 198.18.0.1",
-        "END_RRSET_CACHE", "START_MSG_CACHE",
-        "msg www.a.test. IN A 33152 1 3500 0 1 0 0",      # NOERROR
-        "www.a.test. IN A 0",
-        "msg nx1.a.test. IN A 33155 1 3500 0 0 1 0",      # NXDOMAIN
-        "msg www.broken.test. IN A 33154 1 4 0 0 0 0",    # SERVFAIL, 4 s left
-        "msg mail.broken.test. IN MX 33154 1 1 0 0 0 0",  # SERVFAIL
-        "END_MSG_CACHE", "EOF"])
-    lab = _FakeControlLab("thread0.num.queries=5\ntotal.requestlist.current.all=3\n", dump)
-    got = servers.driver("unbound").unsettled(lab, "resolver")
-    assert got == {"in_progress": 3, "failures_cached": 2}
-    assert servers.driver("nsd").unsettled(lab, "sld") is None
-
-
-def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache(monkeypatch):
+def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache():
     from experiments.f4_resolver_cache import resolver
 
     seen = iter([{"in_progress": 2, "failures_cached": 5},
@@ -171,16 +145,14 @@ def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache(monkeypatch
                  {"in_progress": 0, "failures_cached": 0}])
 
     class Counting:
-        def unsettled(self, lab, node):
+        def unsettled(self):
             return next(seen)
 
-    monkeypatch.setattr(resolver, "node_driver", lambda lab, node: Counting())
-    got = resolver.settle(object(), "resolver", timeout_s=10)
+    got = resolver.settle(_LabOf(Counting()), "resolver", timeout_s=10)
     assert got["failures_cached_after_fill"] == 5 and got["in_progress_after_fill"] == 2
     assert got["failures_cached_at_start"] == 0 and got["settle_s"] >= 0.5
 
     stuck = {"in_progress": 1, "failures_cached": 3}
-    monkeypatch.setattr(resolver, "node_driver", lambda lab, node: type(
-        "Stuck", (), {"unsettled": lambda self, lab, node: stuck})())
-    got = resolver.settle(object(), "resolver", timeout_s=0.6)
+    got = resolver.settle(_LabOf(type("Stuck", (), {"unsettled": lambda self: stuck})()),
+                          "resolver", timeout_s=0.6)
     assert got["failures_cached_at_start"] == 3  # the pass starts anyway, and says so

@@ -1,0 +1,180 @@
+"""What one server kind is, as data: its manifest `dnslab/servers/<kind>.yaml`.
+
+A manifest holds everything about a kind that is not behaviour: its roles, the Debian
+packages the host needs (and the systemd unit to keep from starting), its daemon binary and
+the other commands and files it needs, its configuration files, whether it transfers over
+TLS, its health query and version command, and its image (name, main package, pinned
+version, Debian suite, the packages it pins and adds, its command). Its driver
+(`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant (`variant_of: bind`,
+e.g. bind916) has a manifest and no driver.
+
+This module needs only the standard library and PyYAML, and imports nothing of dnslab:
+`scripts/manifest.py` loads it by path with the host's python3, before the virtualenv
+exists, for the shell scripts (setup.sh, images/tags.sh, build-images.sh).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MANIFESTS = Path(__file__).resolve().parent
+IMAGE_REPOSITORY = "dnslab"
+DEFAULT_SUITE = "bookworm"
+
+
+class ManifestError(ValueError):
+    """A manifest file that is missing, malformed or names an unknown field."""
+
+
+@dataclass(frozen=True)
+class Image:
+    """A kind's container image, `dnslab/<dir>`, built from images/common/Dockerfile (or
+    images/<dir>/Dockerfile where a kind needs its own) with `build_args(kind)`."""
+
+    dir: str
+    package: str
+    version: str
+    suite: str = DEFAULT_SUITE
+    # the packages it pins: a name is pinned at `version`, a mapping {package: kind} at that
+    # kind's image version (default: the main package alone)
+    packages: tuple[str | dict[str, str], ...] = ()
+    # installed unpinned beside iproute2 and tini
+    extra_packages: tuple[str, ...] = ()
+    # the packages whose versions the image records (default: the pinned ones)
+    recorded_packages: tuple[str, ...] = ()
+    # dpkg path-exclude patterns: files the packages bring that the server never uses
+    dpkg_path_excludes: tuple[str, ...] = ()
+    # what it runs given no command and no node folder (default: the version command)
+    command: tuple[str, ...] = ()
+
+    @property
+    def tag(self) -> str:
+        """The tag rule: the pinned version without its epoch, with every character Docker
+        forbids in a tag ('~', '+', ':') as '-' (1:9.18.49-1~deb12u3 -> 9.18.49-1-deb12u3)."""
+        return re.sub(r"[~+:]", "-", re.sub(r"^[0-9]*:", "", self.version))
+
+    @property
+    def reference(self) -> str:
+        return f"{IMAGE_REPOSITORY}/{self.dir}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One server kind (or an image-only variant of one), as its YAML file says."""
+
+    kind: str
+    order: int
+    description: str
+    image: Image
+    version_command: tuple[str, ...]
+    roles: frozenset[str] = frozenset()
+    variant_of: str | None = None
+    package: str | None = None
+    binary: str | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    host_packages: tuple[str, ...] = ()
+    systemd_unit: str | None = None
+    config_files: tuple[str, ...] = ()
+    xot: bool = False
+    health_query: str | None = None
+
+    @property
+    def server(self) -> str:
+        """The server kind (`dnslab.server` label) a node of this image kind runs."""
+        return self.variant_of or self.kind
+
+
+_TUPLE_FIELDS = {"version_command", "host_packages", "config_files", "packages",
+                 "extra_packages", "recorded_packages", "dpkg_path_excludes", "command"}
+
+
+def _fields(cls: type, raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    known = set(cls.__dataclass_fields__)
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ManifestError(f"{path}: unknown field(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(known))})")
+    return {key: tuple(value) if key in _TUPLE_FIELDS else value for key, value in raw.items()}
+
+
+def _read(path: Path) -> Manifest:
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict) or not isinstance(raw.get("image"), dict):
+        raise ManifestError(f"{path}: a manifest is a mapping with an `image` mapping")
+    fields = _fields(Manifest, raw, path)
+    fields["image"] = Image(**_fields(Image, raw["image"], path))
+    fields["roles"] = frozenset(raw.get("roles") or ())
+    try:
+        manifest = Manifest(**fields)
+    except TypeError as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+    if manifest.kind != path.stem:
+        raise ManifestError(f"{path}: kind {manifest.kind!r} differs from the file name")
+    return manifest
+
+
+@cache
+def manifests() -> dict[str, Manifest]:
+    """Every image kind's manifest (server kinds and image-only variants), in `order`."""
+    found = [_read(path) for path in sorted(MANIFESTS.glob("*.yaml"))]
+    return {m.kind: m for m in sorted(found, key=lambda m: (m.order, m.kind))}
+
+
+def manifest(kind: str) -> Manifest:
+    try:
+        return manifests()[kind]
+    except KeyError:
+        raise ManifestError(f"no manifest for kind {kind!r} "
+                            f"(known: {', '.join(manifests())})") from None
+
+
+def server_kinds() -> list[str]:
+    """The server kinds (the values of the `dnslab.server` label), sorted by name."""
+    return sorted(k for k, m in manifests().items() if m.variant_of is None)
+
+
+def kinds_for_role(role: str) -> list[str]:
+    """The server kinds a node of `role` may run, sorted by name."""
+    return [k for k in server_kinds() if role in manifests()[k].roles]
+
+
+def xot_kinds() -> list[str]:
+    """The server kinds that transfer zones over TLS (XoT), sorted by name."""
+    return [k for k in server_kinds() if manifests()[k].xot]
+
+
+def pinned_packages(kind: str) -> list[str]:
+    """`package=version` for each package `kind`'s image pins (`Image.packages`)."""
+    image = manifest(kind).image
+    pins = []
+    for entry in image.packages or (image.package,):
+        if isinstance(entry, dict):
+            pins += [f"{package}={manifest(other).image.version}"
+                     for package, other in entry.items()]
+        else:
+            pins.append(f"{entry}={image.version}")
+    return pins
+
+
+def build_args(kind: str) -> dict[str, str]:
+    """The build arguments of `kind`'s image, as images/common/Dockerfile reads them."""
+    this = manifest(kind)
+    image = this.image
+    pins = pinned_packages(kind)
+    recorded = image.recorded_packages or [pin.split("=", 1)[0] for pin in pins]
+    return {"IMAGE_DIR": image.dir,
+            "IMAGE_DESCRIPTION": this.description,
+            "SERVER_KIND": this.server,
+            "PACKAGE_VERSION": image.version,
+            "PINNED_PACKAGES": " ".join(pins),
+            "EXTRA_PACKAGES": " ".join(image.extra_packages),
+            "RECORDED_PACKAGES": " ".join(recorded),
+            "DPKG_PATH_EXCLUDES": " ".join(image.dpkg_path_excludes),
+            "IMAGE_COMMAND": " ".join(image.command or this.version_command)}
