@@ -243,6 +243,8 @@ class Run:
 
     def profile(self, name: str) -> Profile:
         profile = load_profile(name)
+        if name in (self.writer.meta.get("profiles") or {}):
+            return profile  # recorded once (with what the experiment set beside it)
         self.writer.merge("profiles", {name: {
             "description": profile.description, "sysctls": profile.sysctls,
             "host_sysctls": profile.host_sysctls,
@@ -257,10 +259,9 @@ class Run:
         description says so, so "kernel defaults" is never all a reader sees."""
         if not sysctls:
             return
-        entry = self.meta.setdefault("profiles", {}).get(name)
-        if entry is None:
+        if name not in (self.writer.meta.get("profiles") or {}):
             self.profile(name)
-            entry = self.meta["profiles"][name]
+        entry = dict(self.writer.meta["profiles"][name])
         entry.setdefault("profile_description", entry["description"])
         added = entry.setdefault("set_by_experiment", {}).setdefault(node, {})
         for key, value in sysctls.items():
@@ -271,6 +272,7 @@ class Run:
                          for key, values in keys.items())
         entry["description"] = (f"{entry['profile_description']}, except what the experiment "
                                 f"set: {also}")
+        self.writer.merge("profiles", {name: entry})
 
     @contextmanager
     def cell(self, cell_id: str, params: dict[str, Any]) -> Iterator[Cell]:
