@@ -13,7 +13,6 @@ run has no data for it, and it is not counted).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from fnmatch import fnmatchcase
@@ -27,6 +26,7 @@ from analysis.claim import REPRODUCED
 from analysis.pipeline import analyse
 from analysis.rundata import Cell, Run, load_run
 from analysis.verdicts import experiment_claims
+from dnslab import results
 
 Alteration = Callable[[Run], int]
 
@@ -53,12 +53,15 @@ def edit_csv(path: Path, change: Callable[[pd.DataFrame], pd.DataFrame]) -> int:
 
 
 def edit_figures(cell: Cell, change: Callable[[dict[str, Any]], None]) -> int:
-    path = cell.dir / "cell.json"
-    if not path.is_file():
+    """Rewrite a cell's figures (its cell.json, through the results contract)."""
+    data = results.read_cell(cell.dir)
+    if data is None:
         return 0
-    data = json.loads(path.read_text())
-    change(data.setdefault("figures", {}))
-    path.write_text(json.dumps(data, indent=1))
+    figures = dict(data.get("figures") or {})
+    change(figures)
+    writer = results.RunWriter(dir=cell.run.dir, meta=cell.run.meta,
+                               _cell_dirs={cell.id: cell.dir})
+    writer.write_cell(cell.id, figures, str(data.get("status") or "complete"))
     return 1
 
 

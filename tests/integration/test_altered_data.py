@@ -31,11 +31,12 @@ def run_folders(results: Path) -> list[Path]:
     """The run folders to alter: DNSLAB_ALTERED_RUNS's, else this session's runs."""
     given = os.environ.get("DNSLAB_ALTERED_RUNS")
     if given:
-        root = Path(given)
-        folders = [root] if (root / "meta.json").is_file() else sorted(
-            p.parent for p in root.glob("**/meta.json"))
+        root = Path(given)  # a run folder, an experiment's folder or a results tree
+        folders = ([root] if results_contract.is_run(root)
+                   else results_contract.run_dirs(root) or results_contract.run_dirs(
+                       root.parent, root.name))
         if not folders:
-            pytest.fail(f"DNSLAB_ALTERED_RUNS={given}: no run folder (meta.json) under it")
+            pytest.fail(f"DNSLAB_ALTERED_RUNS={given}: no run folder under it")
         return folders
     if not any(key[0] == "xfr-30k-zones" for key in conftest._RUNS):
         conftest.run_once("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns"])

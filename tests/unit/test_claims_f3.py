@@ -4,12 +4,11 @@ so runs from before the runner said it are described correctly too)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from analysis.rundata import load_run
 from analysis.verdicts import evaluate
-from dnslab import experiment, experiment_spec, paths
+from dnslab import experiment, experiment_spec, paths, results
 from experiments.f3_xfr import fixtures as f3_fx
 
 RANGE_KEY = "net.ipv4.ip_local_port_range"
@@ -26,7 +25,7 @@ def test_profile_description_says_what_the_experiment_set(tmp_path, monkeypatch)
     run.profile("default")  # each cell loads the profile again: what was set stays said
     run.profile_extended("default", "sec-bind", {RANGE_KEY: "20000 37004"})
     run.profile_extended("wide-ports", "sec-bind", {})
-    meta = json.loads((run.path / "meta.json").read_text())
+    meta = results.read_meta(run.path)
     default = meta["profiles"]["default"]
     assert default["description"] == (
         "kernel defaults (nothing set), except what the experiment set: "
@@ -60,11 +59,9 @@ def test_report_describes_each_profile_as_run_from_what_was_read_back(tmp_path: 
     cell.sysctls["sec"]["net.ipv6.conf.all.disable_ipv6"] = "1"
     cell.sysctls["pri"]["net.ipv6.conf.all.disable_ipv6"] = "1"
     run_dir = f3_fx.xfr_30k(tmp_path, [cell])
-    meta = json.loads((run_dir / "meta.json").read_text())
-    meta["profiles"] = {"default": {"description": "kernel defaults (nothing set)",
-                                    "sysctls": {}},
-                        "unused": {"description": "not run", "sysctls": {}}}
-    (run_dir / "meta.json").write_text(json.dumps(meta))
+    results.RunWriter(dir=run_dir, meta=results.read_meta(run_dir)).merge("profiles", {
+        "default": {"description": "kernel defaults (nothing set)", "sysctls": {}},
+        "unused": {"description": "not run", "sysctls": {}}})
     described = dict(_profiles_as_run(load_run(run_dir)))
     assert described["profile default as run"] == (
         "kernel defaults (nothing set), plus (read back): net.ipv4.ip_local_port_range = "
