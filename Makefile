@@ -2,6 +2,7 @@
 #   make lab up [LAB=reference] [RUNTIME=auto|clab|netns]     make lab down|status
 #   make lab exec NODE=client CMD="dig @198.18.0.11 example.test SOA"
 #   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]
+#   make book [RUNS="results/<exp>/<run-id> ..."]
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
 #   make bench-ceilings [RUNS="results/<exp>/<run-id> ..."]
 SHELL := /bin/bash
@@ -21,7 +22,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
 endif
 
 .PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
-        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs clean
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs book clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
 	@scripts/setup.sh && touch $@
@@ -50,6 +51,10 @@ compare: $(VENV)/.installed
 
 runs: $(VENV)/.installed
 	@$(PY) -m analysis runs
+
+# the findings book (HTML + 16:9 PDF deck) from the newest complete run of each experiment
+book: $(VENV)/.installed
+	@$(PY) -m analysis book $(RUNS)
 
 lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench

@@ -3,6 +3,7 @@
     python -m analysis run results/xfr-30k-zones/<run-id>
     python -m analysis runs [--experiment xfr-30k-zones]
     python -m analysis compare <run> <run> [...] [--plot time_wait]
+    python -m analysis book [<run> ...] [--out DIR]
 
 Errors a user can fix print one line (no traceback) and exit with status 2; `run` exits 1
 when the run had data problems (missing files), 0 otherwise.
@@ -104,6 +105,24 @@ def compare_cmd(
         _fail(exc)
         return
     out.print(str(folder), markup=False)
+
+
+@app.command("book")
+def book_cmd(
+    runs: Annotated[list[Path] | None, typer.Argument(help="run folders (default: the newest "
+                                                      "complete run of each experiment)")] = None,
+    results: Annotated[Path, typer.Option(help="results folder")] = paths.RESULTS,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="output folder (new)")] = None,
+) -> None:
+    """Build the findings book (index.html and a 16:9 deck.pdf) in a new folder."""
+    from analysis import book
+
+    try:
+        folder = book.build(runs or None, results_root=results, out=out_dir)
+    except LabError as exc:
+        _fail(exc)
+        return
+    out.print(f"book: {folder / 'index.html'}\ndeck: {folder / 'deck.pdf'}", markup=False)
 
 
 def main() -> None:

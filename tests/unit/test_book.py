@@ -1,0 +1,88 @@
+"""The findings book built from the named synthetic runs: every finding and verdict on the
+page, checks of the lab apart, the newest complete run of each experiment chosen, the deck's
+slides in order, and a book never written over another."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis import book
+from analysis.pipeline import analyse
+from dnslab import findings, results
+from dnslab.errors import LabError
+from experiments.f3_xfr import fixtures as f3_fx
+from tests.fixtures import runs
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = runs.build_standard(tmp_path_factory.mktemp("results"))
+    for folder in results.run_dirs(root):
+        if results.peek_meta(folder).get("complete"):
+            analyse(folder, update_index=False)
+    return root
+
+
+def test_newest_complete_run_of_each_experiment(root: Path) -> None:
+    chosen = {p.parent.name: p.name for p in book.newest_runs(root)}
+    # the newest, 20250104T000000Z-interrupted, is not complete: the one before it is chosen
+    assert chosen["xfr-30k-zones"] == "20250103T000000Z-missing"
+    assert set(chosen) == {"xfr-30k-zones", "xfr-tld", "xfr-smallest", "xfr-zone-sweep",
+                           "tcp-fallback", "dnsdist-listeners", "resolver-cache", "tcp-sysctl"}
+
+
+def test_the_book_shows_every_finding_and_verdict(root: Path, tmp_path: Path) -> None:
+    out = book.build(results_root=root, out=tmp_path / "book")
+    html = (out / "index.html").read_text()
+    for finding in findings.all_findings():
+        assert f"{finding.id}: {finding.title}" in html
+    verdicts = [v for rp in book.collect(book.newest_runs(root), tmp_path / "again")
+                for v in rp.verdicts(reproductions=True) + rp.verdicts(reproductions=False)]
+    assert verdicts
+    for v in verdicts:
+        assert book.line_of(v).split(":")[0] in html
+    # the one experiment without a run says how to make one
+    assert "make experiment EXP=tcp-fallback-cache" in html
+    # every image the page shows was copied beside it
+    images = re.findall(r'<img src="([^"]+)"', html)
+    assert images and all((out / src).is_file() for src in images)
+    slides = (out / "slides.txt").read_text().splitlines()
+    assert slides[0].startswith("DNS performance lab") and slides[-1] == "Environment"
+    for finding in findings.all_findings():
+        assert f"{finding.id}: {finding.title}" in slides
+    assert (out / "deck.pdf").read_bytes().startswith(b"%PDF")
+    assert len(re.findall(rb"/Type\s*/Page\b", (out / "deck.pdf").read_bytes())) == len(slides)
+
+
+def test_checks_of_the_lab_are_apart_from_reproductions(root: Path, tmp_path: Path) -> None:
+    pages = {p.id: p for p in book.collect(book.newest_runs(root), tmp_path)}
+    kinds = {v["kind"] for v in pages["F3"].verdicts(reproductions=False)}
+    assert kinds and "reproduction" not in kinds
+    assert all(v["kind"] == "reproduction" for v in pages["F3"].verdicts(reproductions=True))
+
+
+def test_a_book_is_never_written_over_another(root: Path, tmp_path: Path) -> None:
+    first = book.build(results_root=root)
+    second = book.build(results_root=root)
+    assert first != second and first.parent == second.parent == root / "book"
+    with pytest.raises(LabError):
+        book.build(results_root=root, out=first)
+
+
+def test_a_folder_that_is_no_run_is_one_line(root: Path, tmp_path: Path) -> None:
+    with pytest.raises(LabError) as exc:
+        book.build([tmp_path], results_root=root, out=tmp_path / "b")
+    assert "RUNS=" in (exc.value.hint or "")
+
+
+def test_a_run_not_analysed_yet_is_analysed_first(tmp_path: Path) -> None:
+    run = f3_fx.write_xfr_run(tmp_path, "xfr-smallest",
+                              f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
+                                                records=2))
+    assert not (run / "summary.json").exists()
+    out = book.build([run], results_root=tmp_path, out=tmp_path / "book")
+    assert (run / "summary.json").exists()
+    assert "smallest delay" in (out / "index.html").read_text()  # its figure, from its analysis
