@@ -2,6 +2,7 @@
 #   make lab up [LAB=reference] [RUNTIME=auto|clab|netns]     make lab down|status
 #   make lab exec NODE=client CMD="dig @198.18.0.11 example.test SOA"
 #   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]
+#   make reproduce [SCALE=ci] [RESUME=results/campaign/<id>]
 #   make book [RUNS="results/<exp>/<run-id> ..."]
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
 #   make bench-ceilings [RUNS="results/<exp>/<run-id> ..."]
@@ -22,7 +23,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
 endif
 
 .PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
-        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs book clean
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs book reproduce clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
 	@scripts/setup.sh && touch $@
@@ -51,6 +52,10 @@ compare: $(VENV)/.installed
 
 runs: $(VENV)/.installed
 	@$(PY) -m analysis runs
+
+# every finding's experiments as one campaign, then the book (resumable: RESUME=results/campaign/<id>)
+reproduce: $(VENV)/.installed
+	@$(DNSLAB) reproduce $(filter SCALE=% RUNTIME=% RESUME=% PLAN_ONLY=%,$(MAKEOVERRIDES))
 
 # the findings book (HTML + 16:9 PDF deck) from the newest complete run of each experiment
 book: $(VENV)/.installed

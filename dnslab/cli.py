@@ -10,12 +10,15 @@ import typer
 
 from dnslab.commands import experiment as experiment_cmd
 from dnslab.commands import lab as lab_cmd
+from dnslab.commands import reproduce as reproduce_cmd
 from dnslab.errors import LabError
 
 app = typer.Typer(help="DNS performance lab", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False)
 app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(experiment_cmd.app, name="experiment")
+app.command("reproduce", context_settings={"allow_extra_args": True,
+                                          "ignore_unknown_options": True})(reproduce_cmd.reproduce)
 
 
 def _interrupt(signum: int, frame: object) -> None:
