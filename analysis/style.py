@@ -1,7 +1,10 @@
 """The one plot style of the lab: headless matplotlib, slide-friendly sizes, fixed colours.
 
-Every figure goes through `new_figure` and `finish`, so all plots have a title, labelled axes
-with units, and a footer naming the run(s) and parameters they show; `save` writes PNG + SVG.
+Every figure goes through `new_figure` (or `new_panel_figure` for small multiples) and
+`finish`, so all plots have a title, labelled axes with units, and a footer of a line or two
+naming the run(s), the machine and the runtime (the full parameters stay in the report);
+`save` writes PNG + SVG. Figures are 1280x720 px, sized for a slide read from the back of a
+room (dns-shotgun's presentation style is the model).
 """
 
 from __future__ import annotations
@@ -27,18 +30,22 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F
 NAMED = {"default": "#D55E00", "wide-ports": "#0072B2", "tw-buckets": "#CC79A7",
          "baseline": "#D55E00", "tuned": "#0072B2", "cold": "#56B4E9", "warm": "#E69F00"}
 INK = "#1b2733"
-# footer characters per line: at 8.5 pt a line of digits and underscores is ~7.1 px a
-# character at 100 dpi, and the narrowest figure is 960 px wide
-FOOTER_CHARS = 130
+# footer characters per line: at 11 pt a line of digits and underscores is ~9 px a character
+# at 100 dpi, and the figure is 1280 px wide
+FOOTER_CHARS = 135
+SLIDE = (12.8, 7.2)  # inches at 100 dpi: 1280x720 px
 MUTED = "#5b6770"
 
 RC: dict[str, Any] = {
-    "figure.figsize": (9.6, 5.4),  # 16:9
+    "figure.figsize": SLIDE,  # 16:9
     "figure.dpi": 100,
-    "savefig.dpi": 150,
-    "font.size": 11,
-    "axes.titlesize": 12,
-    "axes.labelsize": 11,
+    "savefig.dpi": 100,
+    "font.size": 14,
+    "axes.titlesize": 15,
+    "axes.labelsize": 14,
+    "xtick.labelsize": 13,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 12,
     "axes.edgecolor": MUTED,
     "axes.labelcolor": INK,
     "axes.spines.top": False,
@@ -49,7 +56,7 @@ RC: dict[str, Any] = {
     "xtick.color": MUTED,
     "ytick.color": MUTED,
     "legend.frameon": False,
-    "lines.linewidth": 2.0,
+    "lines.linewidth": 2.5,
     "svg.fonttype": "none",  # keep text as text in SVG
 }
 
@@ -77,21 +84,40 @@ def colors_for(labels: Sequence[str]) -> list[str]:
 def new_figure(ncols: int = 1) -> tuple[Figure, list[Axes]]:
     with plt.rc_context(RC):
         width, height = RC["figure.figsize"]
-        fig, axes = plt.subplots(1, ncols, figsize=(max(width, 5.2 * ncols), height),
+        fig, axes = plt.subplots(1, ncols, figsize=(max(width, 6.4 * ncols), height),
                                  sharey=True, squeeze=False)
     for ax in axes[0]:
         ax.set_axisbelow(True)
     return fig, list(axes[0])
 
 
+def new_panel_figure(ncols: int = 1) -> tuple[Figure, list[Any]]:
+    """A figure for small multiples: one subfigure per run, in which a draw function lays
+    out its own panels (constrained layout keeps labels and legends from overlapping)."""
+    with plt.rc_context(RC):
+        width, height = RC["figure.figsize"]
+        fig = plt.figure(figsize=(max(width, 6.4 * ncols), height), layout="constrained")
+        parts = [fig] if ncols == 1 else list(fig.subfigures(1, ncols))
+    return fig, parts
+
+
 def finish(fig: Figure, title: str, footer: list[str]) -> None:
-    """Title top left, one footer line per run shown (which run, parameters, runtime)."""
-    fig.suptitle(title, x=0.01, ha="left", fontsize=14, fontweight="bold", color=INK)
-    # a long parameter list wraps rather than running off the figure's right edge
+    """Title top left, one footer line per run shown (which run, machine, runtime)."""
+    fig.suptitle(title, x=0.01, ha="left", fontsize=17, fontweight="bold", color=INK)
     footer = [part for line in footer for part in textwrap.wrap(line, FOOTER_CHARS) or [""]]
-    fig.text(0.01, 0.01, "\n".join(footer), ha="left", va="bottom", fontsize=8.5, color=MUTED,
-             linespacing=1.4)
-    bottom = 0.025 + 0.032 * len(footer)
+    fig.text(0.01, 0.01, "\n".join(footer), ha="left", va="bottom", fontsize=11, color=MUTED,
+             linespacing=1.3)
+    bottom = 0.02 + 0.035 * len(footer)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        # a panel figure: its legends sit above the footer, the panels above them
+        renderer = fig.canvas.get_renderer()
+        for legend in fig.legends:
+            legend.set_loc("lower center")
+            legend.set_bbox_to_anchor((0.5, bottom), transform=fig.transFigure)
+            bottom += legend.get_window_extent(renderer).height / fig.bbox.height + 0.01
+        engine.set(rect=(0, bottom, 1, 1 - bottom))  # left, bottom, width, height
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fig.tight_layout(rect=(0, bottom, 1, 0.97))

@@ -41,19 +41,21 @@ class PlotSpec:
     draw: DrawFn
     caption: str = ""
     y_from_zero: bool = True  # counts and times: the y axis starts at 0
+    # small multiples: draw gets a (sub)figure per run and lays out its own panels
+    panels: bool = False
 
 
 PLOTS: dict[str, PlotSpec] = {}
 
 
-def plot(name: str, *, title: str, caption: str = "",
-         y_from_zero: bool = True) -> Callable[[DrawFn], DrawFn]:
+def plot(name: str, *, title: str, caption: str = "", y_from_zero: bool = True,
+         panels: bool = False) -> Callable[[DrawFn], DrawFn]:
     def decorate(func: DrawFn) -> DrawFn:
         existing = PLOTS.get(name)
         if existing is not None and existing.draw.__qualname__ != func.__qualname__:
             raise ValueError(f"plot name {name!r} is registered twice")
         PLOTS[name] = PlotSpec(name=name, title=title, draw=func, caption=caption,
-                               y_from_zero=y_from_zero)
+                               y_from_zero=y_from_zero, panels=panels)
         return func
 
     return decorate
@@ -99,11 +101,13 @@ class RenderedPlot:
 
 
 def describe(run: Run) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in run.params.items())
-    parts = [f"run {run.label}"]
-    if params:
-        parts.append(params)
-    parts.append(f"{run.meta.get('runtime', '?')} runtime, kernel {run.meta.get('kernel', '?')}")
+    """The footer line of a run: which run, on what machine and runtime (the parameters are
+    in the report)."""
+    machine = run.meta.get("machine") or {}
+    parts = [f"run {run.label}", f"{machine.get('cpus', '?')} cores, kernel "
+             f"{run.meta.get('kernel', '?')}", f"{run.meta.get('runtime', '?')} runtime"]
+    if run.meta.get("scale") not in (None, "full"):
+        parts.append(f"SCALE={run.meta['scale']}")
     if not run.complete:
         parts.append("INCOMPLETE RUN")
     return " | ".join(parts)
@@ -113,6 +117,8 @@ def render(spec: PlotSpec, runs: list[Run], out_dir: Path, stem: str | None = No
            ) -> RenderedPlot:
     """Draw `spec` for one run (report) or several side by side (compare); save PNG + SVG."""
     result = RenderedPlot(name=spec.name, title=spec.title, caption=spec.caption)
+    if spec.panels:
+        return _render_panels(spec, runs, out_dir, stem, result)
     fig, axes = style.new_figure(len(runs))
     drawn = 0
     for run, ax in zip(runs, axes, strict=True):
@@ -150,5 +156,42 @@ def render(spec: PlotSpec, runs: list[Run], out_dir: Path, stem: str | None = No
         result.skipped = result.error = None
     footer = [describe(r) for r in runs]
     style.finish(fig, spec.title, footer)
+    result.png, result.svg = style.save(fig, out_dir, stem or spec.name)
+    return result
+
+
+def _render_panels(spec: PlotSpec, runs: list[Run], out_dir: Path, stem: str | None,
+                   result: RenderedPlot) -> RenderedPlot:
+    """A small-multiples plot: each run's draw function lays out its own panels."""
+    fig, parts = style.new_panel_figure(len(runs))
+    drawn = 0
+    for run, part in zip(runs, parts, strict=True):
+        notes: list[str] = []
+        try:
+            said = spec.draw(run, part, notes) or []
+            drawn += 1
+        except NotApplicable as exc:
+            result.skipped = str(exc)
+            part.text(0.5, 0.5, f"not applicable:\n{exc}", ha="center", va="center",
+                      color=style.MUTED)
+            said = []
+        except LabError as exc:
+            result.error = exc.message
+            part.text(0.5, 0.5, textwrap.fill(f"no data: {exc.message}", 50), ha="center",
+                      va="center", color="#b00020")
+            said = []
+        prefix = f"{run.label}: " if len(runs) > 1 else ""
+        result.notes.extend(prefix + n for n in notes)
+        result.readings.extend(prefix + r for r in said)
+        if len(runs) > 1:
+            part.suptitle(run.label + ("" if run.complete else " (incomplete)"), fontsize=13)
+    if drawn == 0:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return result
+    if len(runs) > 1:
+        result.skipped = result.error = None
+    style.finish(fig, spec.title, [describe(r) for r in runs])
     result.png, result.svg = style.save(fig, out_dir, stem or spec.name)
     return result

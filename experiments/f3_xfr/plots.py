@@ -9,6 +9,7 @@ Reads `monitor/<secondary>.csv` (`t`, `tcp_time_wait`), `zones_done.csv` (`t`,
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,107 +44,252 @@ def _legend(ax: Axes) -> None:
         ax.legend(loc="best", fontsize=9)
 
 
-@plot("time_wait", title="TIME_WAIT sockets on the secondary vs time, with the port-range ceiling",
-      caption="Each transfer opens a TCP connection; a closed one stays 60 s in TIME_WAIT. "
-              "Dashed: ip_local_port_range size of the cell (the ceiling). x: first connect "
-              "failure ('address not available').")
-def time_wait(run: Run, ax: Axes, notes: list[str]) -> None:
-    node = run.node_with_role("secondary")
-    ceilings: dict[int, list[str]] = {}
-    peaks: list[float] = []
+SEED_FAILURE_S = 38.0  # seed 002: 'failed to connect: address not available' ~38 s after start
+SEED_PORTS = 28_231  # 32768-60999, the default ip_local_port_range
+PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
+TW_CAP_KEY = "net.ipv4.tcp_max_tw_buckets"
 
-    def one(cell: Cell, colour: str, i: int) -> None:
-        mon = cell.monitor(node, ("t", "tcp_time_wait"))
-        peaks.append(float(mon["tcp_time_wait"].max()))
-        # the first cells (default) stay on top where lines coincide
-        ax.plot(mon["t"], mon["tcp_time_wait"], color=colour, label=cell.label, zorder=10 - i)
-        cap = cell.sysctl(node, "net.ipv4.tcp_max_tw_buckets")
-        if cap is not None and int(cap) < float(mon["tcp_time_wait"].max()) * 4:
-            ax.axhline(int(cap), color=colour, linestyle=":", linewidth=1.2)
-            ax.annotate(f"tcp_max_tw_buckets {int(cap):,} ({cell.label})", xy=(0.0, int(cap)),
-                        xycoords=("axes fraction", "data"), xytext=(4, 3),
-                        textcoords="offset points", fontsize=8.5, color=colour)
-        ports = cell.figure("port_range_size", optional=True)
-        if ports:
-            ceilings.setdefault(int(ports), []).append(cell.label)
-            ax.axhline(int(ports), color=colour, linestyle="--", linewidth=1.2, alpha=0.8)
+
+@dataclass
+class Panel:
+    """One compared condition of a cold-start run: a profile over a transport, with its
+    repetitions and the calibration cold start of that transport (the seed's range)."""
+
+    profile: str
+    transport: str
+    cells: list[Cell]
+    calibration: Cell | None
+
+    def ports(self, run: Run) -> list[int]:
+        """The port ranges the cells really ran with, read back on the secondary."""
+        found = []
+        for cell in self.cells:
+            value = cell.sysctl(run.node_with_role("secondary", cell), PORT_RANGE_KEY)
+            if value is not None:
+                low, high = (int(v) for v in str(value).split())
+                found.append(high - low + 1)
+        return sorted(set(found))
+
+    def title(self, run: Run) -> str:
+        ports = self.ports(run)
+        said = (f"{ports[0]:,} ports" if len(ports) == 1 else
+                f"{ports[0]:,}-{ports[-1]:,} ports" if ports else "range not read back")
+        return f"{self.profile}, {self.transport.upper()}: {said}"
+
+
+def panels(run: Run) -> list[Panel]:
+    """The run's conditions, profile by transport in the run's own order."""
+    cold = [c for c in run.cells if c.params.get("phase") != "calibrate" and "profile" in c.params]
+    if not cold:
+        raise NotApplicable("no cold-start cells with a profile")
+    order = [str(p) for p in run.params.get("profiles") or []]
+    profiles = sorted({str(c.params["profile"]) for c in cold},
+                      key=lambda p: (order.index(p) if p in order else len(order), p))
+    transports = sorted({str(c.params.get("transport", "tcp")) for c in cold},
+                        key=lambda t: (t != "tcp", t))
+    calibrations = {str(c.params.get("transport", "tcp")): c for c in run.cells
+                    if c.params.get("phase") == "calibrate"}
+    out = []
+    for transport in transports:
+        for profile in profiles:
+            mine = sorted((c for c in cold if str(c.params["profile"]) == profile
+                           and str(c.params.get("transport", "tcp")) == transport),
+                          key=lambda c: int(c.params.get("rep", 0)))
+            if mine:
+                out.append(Panel(profile, transport, mine, calibrations.get(transport)))
+    return out
+
+
+def _grid(fig: Any, run: Run, found: list[Panel]) -> list[Axes]:
+    ncols = len({p.profile for p in found})
+    nrows = -(-len(found) // ncols)
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(found):]:
+        ax.set_visible(False)
+    for ax in flat:
+        style.apply(ax)
+    return flat[:len(found)]
+
+
+def median_line(series: list[tuple[np.ndarray, np.ndarray]], *, cumulative: bool = False
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The median of several time series on a 1 s grid, while at least two still run; a
+    cumulative count keeps its last value after its cell ended (it is done, not unknown)."""
+    end = max(float(t.max()) for t, _ in series if len(t))
+    grid = np.arange(0.0, end + 1.0, 1.0)
+    stacked = np.vstack([np.interp(grid, t, y, left=np.nan,
+                                   right=float(y[-1]) if cumulative and len(y) else np.nan)
+                         for t, y in series])
+    running = np.sum(~np.isnan(stacked), axis=0) >= 2
+    with np.errstate(all="ignore"):
+        median = np.nanmedian(np.where(running, stacked, np.nan), axis=0)
+    return grid[running], median[running]
+
+
+def _series_panels(run: Run, fig: Any, notes: list[str], read: Callable[[Cell], tuple],
+                   ylabel: str, extra: Callable[[Run, Panel, Axes], None] | None = None,
+                   calibration_label: str = "calibration, the seed's range",
+                   cumulative: bool = False) -> None:
+    """Small multiples: per condition the repetitions thin, their median bold, the
+    calibration cold start of the same transport thin grey; one legend below the panels."""
+    found = panels(run)
+    axes = _grid(fig, run, found)
+    colours = dict(zip([p.profile for p in found],
+                       style.colors_for([p.profile for p in found]), strict=True))
+    drawn = 0
+    for panel, ax in zip(found, axes, strict=True):
+        colour = colours[panel.profile]
+        series = []
+        for cell in panel.cells:
+            try:
+                t, y = read(cell)
+            except LabError as exc:
+                notes.append(f"{cell.label}: {exc.message}")
+                continue
+            series.append((np.asarray(t, float), np.asarray(y, float)))
+            ax.plot(t, y, color=colour, linewidth=1.2, alpha=0.5,
+                    label=f"each of {len(panel.cells)} repetitions" if len(panel.cells) > 1
+                    else "the cell")
+        if len(series) >= 2:
+            mt, my = median_line(series, cumulative=cumulative)
+            ax.plot(mt, my, color=colour, linewidth=3.5, label="median of the repetitions")
+        if panel.calibration is not None and panel.profile == found[0].profile:
+            try:
+                t, y = read(panel.calibration)
+                ax.plot(t, y, color=style.MUTED, linewidth=1.4, linestyle="--",
+                        label=calibration_label)
+            except LabError as exc:
+                notes.append(f"{panel.calibration.label}: {exc.message}")
+        drawn += bool(series)
+        if extra is not None:
+            extra(run, panel, ax)
+        ax.set_title(panel.title(run), fontsize=12.5, color=style.INK)
+        ax.yaxis.set_major_formatter(THOUSANDS)
+    if drawn == 0:
+        raise LabError(notes[0] if notes else "no cell has data for this plot")
+    for ax in axes:
+        if ax.get_subplotspec().is_last_row():
+            ax.set_xlabel("time since the secondary started (s)")
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel(ylabel)
+    axes[0].set_ylim(bottom=0)
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    fig.legend(list(seen.values()), list(seen), loc="lower center",
+               ncols=min(len(seen), 3), fontsize=12)  # placed above the footer by finish
+
+
+def _first_failures(run: Run, panel: Panel, ax: Axes, y_at: Callable[[Cell, float], float]
+                    ) -> None:
+    for cell in panel.cells:
         first = cell.figure("first_connect_failure_s", optional=True)
         if first is not None:
-            near = mon.iloc[(mon["t"] - float(first)).abs().argsort()[:1]]
-            ax.plot([float(first)], [float(near["tcp_time_wait"].iloc[0])], marker="X",
-                    markersize=11, color=colour, markeredgecolor="white", linestyle="none")
-            ax.annotate(f"first connect failure at {float(first):.1f} s",
-                        (float(first), float(near["tcp_time_wait"].iloc[0])), xytext=(14, 26),
-                        textcoords="offset points", ha="left", fontsize=9, color=colour,
-                        zorder=20, bbox={"boxstyle": "round,pad=0.2", "fc": "white",
-                                         "ec": "none", "alpha": 0.85},
-                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8})
-
-    _each_cell(run, notes, one)
-    # a ceiling far above every curve (a widened range) would flatten the others: it is
-    # left off the scale and named in the notes instead
-    top = max(peaks or [1.0]) * 1.15
-    visible = {p: labels for p, labels in ceilings.items() if p <= 4 * max(peaks or [1.0])}
-    off_scale = [f"{p:,} ({', '.join(labels)})" for p, labels in ceilings.items()
-                 if p not in visible]
-    if off_scale:
-        ax.text(0.99, 0.98, "port range above the scale: " + "; ".join(off_scale),
-                transform=ax.transAxes, ha="right", va="top", fontsize=8.5, color=style.MUTED)
-    ax.set_ylim(0, max([top, *(p * 1.1 for p in visible)]))
-    for ports, labels in visible.items():
-        ax.annotate(f"port range {ports:,} ({', '.join(labels)})", xy=(1.0, ports),
-                    xycoords=("axes fraction", "data"), xytext=(-4, 3),
-                    textcoords="offset points", ha="right", fontsize=8.5, color=style.MUTED)
-    ax.set_xlabel("time since cell start (s)")
-    ax.set_ylabel("sockets in TIME_WAIT (count)")
-    ax.yaxis.set_major_formatter(THOUSANDS)
-    _legend(ax)
+            ax.plot([float(first)], [y_at(cell, float(first))], marker="X", markersize=12,
+                    color=style.INK, markeredgecolor="white", linestyle="none",
+                    label="first connect failure", zorder=20)
 
 
-@plot("zones_served", title="Zones served by the secondary vs time",
-      caption="Zones answering their SOA on the secondary (zones_done.csv). Dotted: all zones.")
-def zones_served(run: Run, ax: Axes, notes: list[str]) -> None:
-    totals: set[int] = set()
+def _seed_failure(ax: Axes) -> None:
+    ax.axvline(SEED_FAILURE_S, color=style.INK, linestyle=":", linewidth=1.6,
+               label=f"seed: first failure at {SEED_FAILURE_S:.0f} s")
 
-    def one(cell: Cell, colour: str, i: int) -> None:
+
+def _tw_series(run: Run) -> Callable[[Cell], tuple]:
+    def read(cell: Cell) -> tuple:
+        mon = cell.monitor(run.node_with_role("secondary", cell), ("t", "tcp_time_wait"))
+        return mon["t"], mon["tcp_time_wait"]
+    return read
+
+
+@plot("time_wait", panels=True,
+      title="TIME_WAIT on the secondary: it climbs to the port range, then connects fail",
+      caption="One panel per profile and transport: each repetition thin, their median bold; "
+              "grey dashed: the calibration cold start with the seed's 28,231 ports. Dashed "
+              "line: the port range the panel's cells ran with (read back on the secondary); "
+              "dotted: the seed's first failure at 38 s; X: a repetition's first connect "
+              "failure ('address not available').")
+def time_wait(run: Run, fig: Any, notes: list[str]) -> list[str]:
+    read = _tw_series(run)
+    readings: list[str] = []
+
+    def extra(run: Run, panel: Panel, ax: Axes) -> None:
+        node_of = {id(c): run.node_with_role("secondary", c) for c in panel.cells}
+
+        def y_at(cell: Cell, t: float) -> float:
+            mon = cell.monitor(node_of[id(cell)], ("t", "tcp_time_wait"))
+            return float(mon.iloc[(mon["t"] - t).abs().argsort()[:1]]["tcp_time_wait"].iloc[0])
+
+        _first_failures(run, panel, ax, y_at)
+        for ports in panel.ports(run):
+            ax.axhline(ports, color=style.INK, linestyle="--", linewidth=1.4,
+                       label="port range the cells ran with (read back)")
+        caps = {c.sysctl(node_of[id(c)], TW_CAP_KEY) for c in panel.cells}
+        caps = {int(v) for v in caps if v is not None and int(v) < min(panel.ports(run) or [0])}
+        for cap in caps:
+            ax.axhline(cap, color=style.NAMED["tw-buckets"], linestyle="-.", linewidth=1.4,
+                       label="tcp_max_tw_buckets (read back)")
+        if panel.profile == panels(run)[0].profile:
+            _seed_failure(ax)
+        readings.append(f"{panel.title(run)}: first failures at " + (", ".join(
+            f"{float(c.figure('first_connect_failure_s')):.1f} s" for c in panel.cells
+            if c.figure("first_connect_failure_s", optional=True) is not None) or "none"))
+
+    _series_panels(run, fig, notes, read, "sockets in TIME_WAIT", extra)
+    # a range far above every curve (a widened range) would flatten the others: cap the scale
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    peak = max(float(np.nanmax(line.get_ydata())) for ax in axes for line in ax.lines
+               if line.get_linestyle() == "-" and len(line.get_ydata()))
+    ports = [p for panel in panels(run) for p in panel.ports(run)]
+    top = max([peak * 1.15, *(p * 1.08 for p in ports if p <= 2 * peak)])
+    axes[0].set_ylim(0, top)
+    for panel, ax in zip(panels(run), [a for a in fig.axes if a.get_visible()], strict=False):
+        above = [p for p in panel.ports(run) if p > top]
+        if above:
+            ax.set_title(panel.title(run) + " (off scale)", fontsize=12.5, color=style.INK)
+    return readings
+
+
+@plot("zones_served", panels=True, title="Zones served by the secondary vs time",
+      caption="One panel per profile and transport: zones answering their SOA on the "
+              "secondary (zones_done.csv), each repetition thin, their median bold; grey "
+              "dashed: the calibration cold start with the seed's range. Dotted: the seed's "
+              "first failure at 38 s.")
+def zones_served(run: Run, fig: Any, notes: list[str]) -> None:
+    def read(cell: Cell) -> tuple:
         done = cell.csv("zones_done.csv", ("t", "zones_served"))
-        total = cell.figure("total_time_s", optional=True)
-        state = f"all in {float(total):.1f} s" if total else "not finished"
-        label = f"{cell.label} ({state})"
-        ax.plot(done["t"], done["zones_served"], color=colour, label=label, zorder=10 - i)
-        zones = cell.figure("zones", optional=True) or run.params.get("zones")
-        if zones:
-            totals.add(int(zones))
+        return done["t"], done["zones_served"]
 
-    _each_cell(run, notes, one)
-    for zones in totals:
-        ax.axhline(zones, color=style.MUTED, linestyle=":", linewidth=1.2)
-        ax.annotate(f"{zones:,} zones", xy=(0.0, zones), xycoords=("axes fraction", "data"),
-                    xytext=(4, 3), textcoords="offset points", fontsize=8.5, color=style.MUTED)
-    ax.set_xlabel("time since cell start (s)")
-    ax.set_ylabel("zones served (count)")
-    ax.yaxis.set_major_formatter(THOUSANDS)
-    _legend(ax)
+    def extra(run: Run, panel: Panel, ax: Axes) -> None:
+        if panel.profile == panels(run)[0].profile:
+            _seed_failure(ax)
+
+    _series_panels(run, fig, notes, read, "zones served", extra, cumulative=True)
 
 
-@plot("connect_failures", title="Connect failures of the secondary over time (cumulative)",
-      caption="'failed to connect: address not available' events parsed from the secondary's "
-              "log (xfr_events.csv event=connect_failed).")
-def connect_failures(run: Run, ax: Axes, notes: list[str]) -> None:
-    def one(cell: Cell, colour: str, i: int) -> None:
+@plot("connect_failures", panels=True,
+      title="Connect failures of the secondary ('address not available'), cumulative",
+      caption="One panel per profile and transport: failures parsed from the secondary's log "
+              "(xfr_events.csv event=connect_failed), each repetition thin, their median "
+              "bold. Dotted: the seed's first failure at 38 s.")
+def connect_failures(run: Run, fig: Any, notes: list[str]) -> None:
+    def read(cell: Cell) -> tuple:
         events = cell.csv("xfr_events.csv", ("t", "event"))
         fails = np.sort(events.loc[events["event"] == "connect_failed", "t"].to_numpy(float))
         end = float(events["t"].max()) if len(events) else 0.0
         xs = np.concatenate([[0.0], fails, [max(end, fails[-1] if len(fails) else 0.0)]])
         ys = np.concatenate([[0], np.arange(1, len(fails) + 1), [len(fails)]])
-        ax.step(xs, ys, where="post", color=colour, zorder=10 - i,
-                label=f"{cell.label}: {len(fails):,} failures")
+        return xs, ys
 
-    _each_cell(run, notes, one)
-    ax.set_xlabel("time since cell start (s)")
-    ax.set_ylabel("connect failures (cumulative count)")
-    ax.yaxis.set_major_formatter(THOUSANDS)
-    _legend(ax)
+    def extra(run: Run, panel: Panel, ax: Axes) -> None:
+        if panel.profile == panels(run)[0].profile:
+            _seed_failure(ax)
+
+    _series_panels(run, fig, notes, read, "connect failures (cumulative)", extra,
+                   calibration_label="calibration, the seed's range (no failure)",
+                   cumulative=True)
 
 
 @plot("time_per_zone", title="Time per zone vs zone count (is transfer time linear?)",
