@@ -394,6 +394,7 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         # chosen once for the whole run, and said why (every cell then uses the same one)
         runtime = lab_engine.get_runtime(runtime, topo).name
     lab_name = topo.name
+    lab_engine.clear_stale(lab_name)
     found = lab_engine.leftovers(lab_name)
     if lab_engine.LabState.load(lab_name):
         found.append(f"state folder {paths.LABS_STATE / lab_name}")

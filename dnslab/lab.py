@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -184,7 +185,7 @@ class Lab:
 def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
     topo = rendered.topology
     state = LabState(lab=topo.name, runtime=runtime.name, topology=str(topo.path),
-                     root=str(rendered.root),
+                     root=str(rendered.root), owner_pid=os.getpid(),
                      created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     logs = rendered.root / "logs"
     if logs.exists():
@@ -207,6 +208,7 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     passes its own); on any failure or Ctrl-C, tear it down before raising."""
     topo = lab if isinstance(lab, Topology) else topology.load(lab)
     chosen = get_runtime(runtime, topo, quiet=quiet)
+    clear_stale(topo.name, quiet=quiet)
     existing = LabState.load(topo.name)
     if existing is not None or chosen.leftovers(topo.name):
         raise LabError(f"lab {topo.name!r} is already up",
@@ -305,6 +307,39 @@ def _labs_from_leftovers() -> set[str]:
             if not any(ident.startswith((f"dnslab-{n}-", f"clab-{n}-")) for n in known):
                 found.add(ident.removeprefix("dnslab-").rsplit("-", 1)[0])
     return found
+
+
+def clear_stale(lab: str, quiet: bool = False) -> list[str]:
+    """Tear down what an interrupted run left of `lab` (a reboot, a killed process or
+    dockerd: namespaces, stopped containers, dangling links, a state folder) when nothing
+    runs in it any more and the process that brought it up is gone; a lab that is alive is
+    left alone for the caller to refuse. Returns what was removed."""
+    from dnslab.runtime import all_runtimes
+
+    state = LabState.load(lab)
+    found = leftovers(lab)
+    if state is None and not found:
+        return []
+    if state is not None and state.owner_pid and _process_alive(state.owner_pid):
+        return []
+    if any(runtime.running(lab) for runtime in all_runtimes()):
+        return []
+    removed = down(lab)
+    if removed and not quiet:
+        shown = ", ".join(removed[:3]) + (", ..." if len(removed) > 3 else "")
+        print(f"removed what an interrupted run left of lab {lab!r} (nothing ran in it): "
+              f"{shown}", file=sys.stderr)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def leftovers(lab: str | None = None) -> list[str]:

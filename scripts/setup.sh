@@ -31,7 +31,7 @@ APT_PACKAGES=("${SERVER_PACKAGES[@]}"
 
 # images need a Docker engine and debootstrap (for a local base); the report test a browser
 DOCKER_APT_PACKAGES=(docker.io debootstrap)
-TEST_APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}" chromium)
+TEST_APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}" chromium poppler-utils)
 case "${1:-}" in
   --test) APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}") ;;
   --docker) APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}") ;;

@@ -34,8 +34,15 @@ def reproduce(ctx: typer.Context) -> None:
     if unknown:
         raise LabError(f"reproduce takes {', '.join(sorted(KEYS))}, not {', '.join(unknown)}",
                        hint="per-experiment parameters live in experiments/campaign.yaml")
+    run(given)
+
+
+def run(given: dict[str, str], run_fn: campaign.RunFn = runner.run_experiment,
+        root: Path | None = None) -> campaign.Campaign | None:
+    """The campaign `make reproduce` runs, with `given` its KEY=VALUE arguments; `run_fn`
+    runs one experiment (the integration tests pass one that reuses their session's runs)."""
     resume = Path(given["RESUME"]) if given.get("RESUME") else None
-    campaign.run_campaign(runner.run_experiment, root=paths.RESULTS,
-                          scale=given.get("SCALE") or None, runtime=given.get("RUNTIME"),
-                          resume=resume, after_run=analyse, at_end=build_book,
-                          plan_only=given.get("PLAN_ONLY", "") not in ("", "0"))
+    return campaign.run_campaign(run_fn, root=root or paths.RESULTS,
+                                 scale=given.get("SCALE") or None, runtime=given.get("RUNTIME"),
+                                 resume=resume, after_run=analyse, at_end=build_book,
+                                 plan_only=given.get("PLAN_ONLY", "") not in ("", "0"))

@@ -49,6 +49,7 @@ class LabState:
     root: str
     nodes: dict[str, NodeState] = field(default_factory=dict)
     created: str = ""
+    owner_pid: int = 0  # the process that brought the lab up (0: a state file older than it)
 
     @property
     def file(self) -> Path:
@@ -135,3 +136,8 @@ class Runtime(ABC):
     @abstractmethod
     def leftovers(self, lab: str | None) -> list[str]:
         """What of a lab (or of every lab) still exists on this host."""
+
+    @abstractmethod
+    def running(self, lab: str) -> list[str]:
+        """What of the lab still runs (processes in its namespaces, running containers):
+        empty for what an interrupted run left behind (a reboot, a killed dockerd)."""

@@ -43,6 +43,7 @@ while [ -f $f ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
 while [ -f $f ]; do sleep 0.05; done
 """
 MGMT_NETWORK = "clab"
+NETNS_DIR = "/run/netns"  # where `ip netns` and containerlab keep named namespaces
 
 
 def containerlab_binary() -> str | None:
@@ -77,6 +78,17 @@ def is_project_build(binary: str) -> bool:
 def engine_default_runtime() -> str:
     return subprocess.run(["docker", "info", "--format", "{{.DefaultRuntime}}"],
                           capture_output=True, text=True).stdout.strip()
+
+
+def dangling_netns_links(lab: str | None) -> list[Path]:
+    """containerlab's /run/netns/clab-<lab>-<node> links whose container is gone (a killed
+    run, a reboot, a restarted dockerd): they point at a /proc/<pid> that no longer exists."""
+    prefix = f"clab-{lab}-" if lab else "clab-"
+    folder = Path(NETNS_DIR)
+    if not folder.is_dir():
+        return []
+    return sorted(link for link in folder.iterdir() if link.name.startswith(prefix)
+                  and link.is_symlink() and not link.exists())
 
 
 def _mgmt_network_orphaned() -> bool:
@@ -207,7 +219,16 @@ class ClabRuntime(Runtime):
             if (lab is None or state_dir.parent.name == lab) and Path(
                     f"/sys/class/net/{bridge}").exists():
                 found.append(f"bridge {bridge}")
+        found += [f"netns-link {link.name}" for link in dangling_netns_links(lab)]
         return found
+
+    def running(self, lab: str) -> list[str]:
+        if not (shutil.which("docker") and docker_works()):
+            return []
+        prefix = f"clab-{lab}-"
+        out = _docker("ps", "--filter", f"name={prefix}", "--filter", "status=running",
+                      "--format", "{{.Names}}", check=False).stdout
+        return [f"container {n}" for n in out.split() if n.startswith(prefix)]
 
     def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
                later: set[str] = frozenset()) -> None:
@@ -297,7 +318,13 @@ class ClabRuntime(Runtime):
                 _docker("rm", "-f", ident, check=False)
             elif kind in ("bridge", "veth"):
                 ip("link", "delete", ident, check=False)
+            elif kind == "netns-link":
+                (Path(NETNS_DIR) / ident).unlink(missing_ok=True)
             removed.append(item)
+        # a container removed above leaves its /run/netns link dangling only now
+        for link in dangling_netns_links(lab):
+            link.unlink(missing_ok=True)
+            removed.append(f"netns-link {link.name}")
         if shutil.which("docker") and docker_works() and _mgmt_network_orphaned():
             _docker("network", "rm", MGMT_NETWORK, check=False)
             removed.append(f"network {MGMT_NETWORK}")

@@ -180,6 +180,11 @@ class NetnsRuntime(Runtime):
         prefix = PREFIX + (f"{lab}-" if lab else "")
         return [f"netns {ns}" for ns in list_namespaces() if ns.startswith(prefix)]
 
+    def running(self, lab: str) -> list[str]:
+        prefix = f"{PREFIX}{lab}-"
+        return [f"pid {pid} in netns {ns}" for ns in list_namespaces() if ns.startswith(prefix)
+                for pid in namespace_pids(ns)]
+
     def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
                later: set[str] = frozenset()) -> None:
         topo = rendered.topology

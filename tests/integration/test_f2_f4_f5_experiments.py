@@ -15,7 +15,7 @@ import pytest
 
 from dnslab import cpus, experiment
 from dnslab.results import read_meta
-from tests.integration.conftest import analysed, cell_figures
+from tests.integration.conftest import analysed, cell_figures, run_once
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def test_dnsdist_refuses_the_flood_in_every_variant(results, runtime):
     """The default open-loop flood (kxdpgun over XDP from the client's own core), dnsdist and
     the sink on the other core(s): every answer is REFUSED, the daemons run where the
     placement put them, and each trial keeps its CPU figures."""
-    run = experiment.run_experiment("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     meta = read_meta(run.path)
@@ -82,7 +82,7 @@ def test_dnsdist_with_dnsperf_and_shared_cores(results):
 
 
 def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime):
-    run = experiment.run_experiment("resolver-cache", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("resolver-cache", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     meta = read_meta(run.path)
@@ -147,7 +147,7 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
 
 
 def test_tcp_sysctl_trials_and_statistics(results, runtime):
-    run = experiment.run_experiment("tcp-sysctl", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("tcp-sysctl", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     capacity = figures["phase=capacity"]["capacity_qps"]

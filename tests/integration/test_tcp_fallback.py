@@ -16,13 +16,13 @@ import pytest
 
 from dnslab import cpus, experiment, paths
 from dnslab.results import read_cell, read_meta
-from tests.integration.conftest import analysed, cell_figures
+from tests.integration.conftest import analysed, cell_figures, run_once
 
 pytestmark = pytest.mark.integration
 
 
 def test_bind_stair_measures_the_tcp_share_the_answers_predict(results, runtime):
-    run = experiment.run_experiment("tcp-fallback", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("tcp-fallback", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     ceilings = {f"server=ceiling,records={r}" for r in ("before", "after")}

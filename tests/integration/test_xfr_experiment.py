@@ -101,7 +101,7 @@ def test_tld_transfer_repeats_into_a_cold_secondary(results, runtime):
 
 
 def test_smallest_zone_delay_is_measured_on_one_clock(results, runtime):
-    run = experiment.run_experiment("xfr-smallest", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("xfr-smallest", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     for figures in cell_figures(run).values():
         assert figures["completed"] == 3
@@ -158,7 +158,7 @@ def test_both_runtimes_agree_on_xfr_30k_zones(results, request):
 
 
 def test_zone_sweep_completes_with_verdicts(results, runtime):
-    run = experiment.run_experiment("xfr-zone-sweep", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("xfr-zone-sweep", ["SCALE=ci", f"RUNTIME={runtime}"])
     analysed(run)
     figures = cell_figures(run)
     assert figures and verdict_statuses(run)

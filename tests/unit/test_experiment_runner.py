@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from analysis.rundata import load_run
@@ -96,8 +98,9 @@ def test_runs_get_their_own_folder_and_keep_interrupted_cells(tmp_path, monkeypa
 def test_experiment_refuses_a_lab_that_is_up_and_says_what_it_saw(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
+    # brought up by a process that is still alive (this one): a lab in use, never cleared
     LabState(lab="xfr", runtime="netns", topology="topologies/xfr.clab.yml",
-             root=str(tmp_path / "labs" / "xfr")).save()
+             root=str(tmp_path / "labs" / "xfr"), owner_pid=os.getpid()).save()
     with pytest.raises(LabError) as refused:
         experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "RUNTIME=netns"])
     assert "already up" in str(refused.value)

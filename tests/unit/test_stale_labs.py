@@ -1,0 +1,110 @@
+"""What an interrupted run leaves of a lab (a reboot, a killed run or dockerd) is cleared by
+the next `lab up` or experiment when nothing runs in it any more; a lab in use never is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+import dnslab.runtime
+from dnslab import lab as lab_engine
+from dnslab import paths
+from dnslab.runtime import clab
+from dnslab.runtime.base import LabState
+
+
+class FakeRuntime:
+    """A runtime whose leftovers and running processes the test sets."""
+
+    name = "netns"
+
+    def __init__(self, left: list[str], running: list[str]) -> None:
+        self.left, self.runs, self.destroyed = left, running, 0
+
+    def leftovers(self, lab):
+        return list(self.left)
+
+    def running(self, lab):
+        return list(self.runs)
+
+    def destroy(self, lab):
+        self.destroyed += 1
+        removed, self.left = self.left, []
+        return removed
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
+    runtime = FakeRuntime(["netns dnslab-mobile-client", "netns dnslab-mobile-primary"], [])
+    monkeypatch.setattr(dnslab.runtime, "all_runtimes", lambda: [runtime])
+    monkeypatch.setattr(lab_engine, "runtime_for_state", lambda name: runtime)
+    return runtime
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def save_state(tmp_path, owner_pid: int) -> LabState:
+    state = LabState(lab="mobile", runtime="netns", topology="topologies/mobile.clab.yml",
+                     root=str(tmp_path / "labs" / "mobile"), owner_pid=owner_pid)
+    state.save()
+    return state
+
+
+def test_leftovers_nothing_runs_in_are_torn_down_and_said(fake, tmp_path, capsys):
+    state = save_state(tmp_path, owner_pid=dead_pid())
+    removed = lab_engine.clear_stale("mobile")
+    assert removed == ["netns dnslab-mobile-client", "netns dnslab-mobile-primary"]
+    assert fake.destroyed == 1 and not state.file.exists()
+    assert "interrupted run left of lab 'mobile'" in capsys.readouterr().err
+    assert lab_engine.leftovers("mobile") == []
+
+
+def test_leftovers_without_a_state_file_are_cleared_too(fake):
+    assert lab_engine.clear_stale("mobile") == ["netns dnslab-mobile-client",
+                                                "netns dnslab-mobile-primary"]
+
+
+def test_a_lab_something_still_runs_in_is_left_alone(fake, tmp_path):
+    fake.runs = ["pid 4242 in netns dnslab-mobile-primary"]
+    state = save_state(tmp_path, owner_pid=dead_pid())
+    assert lab_engine.clear_stale("mobile") == []
+    assert fake.destroyed == 0 and state.file.exists()
+
+
+def test_a_lab_whose_owner_is_alive_is_left_alone_even_before_its_daemons_start(fake, tmp_path):
+    state = save_state(tmp_path, owner_pid=os.getpid())
+    assert lab_engine.clear_stale("mobile") == []
+    assert fake.destroyed == 0 and state.file.exists()
+
+
+def test_nothing_there_removes_nothing(fake):
+    fake.left = []
+    assert lab_engine.clear_stale("mobile") == []
+    assert fake.destroyed == 0
+
+
+def test_clab_reports_and_removes_netns_links_whose_container_is_gone(tmp_path, monkeypatch):
+    links = tmp_path / "netns"
+    links.mkdir()
+    (links / "clab-mobile-client").symlink_to("/proc/999999999/ns/net")  # a dead pid
+    (links / "clab-mobile-live").symlink_to(tmp_path)  # resolves: not stale
+    (links / "dnslab-mobile-client").touch()
+    (links / "clab-other-client").symlink_to("/proc/999999999/ns/net")
+    monkeypatch.setattr(clab, "NETNS_DIR", str(links))
+    assert [p.name for p in clab.dangling_netns_links("mobile")] == ["clab-mobile-client"]
+    assert len(clab.dangling_netns_links(None)) == 2
+    monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
+    monkeypatch.setattr(clab, "docker_works", lambda: False)
+    monkeypatch.setattr(clab.sysctl, "restore_host", lambda path: {})
+    runtime = clab.ClabRuntime()
+    assert "netns-link clab-mobile-client" in runtime.leftovers("mobile")
+    assert runtime.destroy("mobile") == ["netns-link clab-mobile-client"]
+    assert sorted(p.name for p in links.iterdir()) == [
+        "clab-mobile-live", "clab-other-client", "dnslab-mobile-client"]
