@@ -81,6 +81,11 @@ def colors_for(labels: Sequence[str]) -> list[str]:
     return [given[label] for label in labels]
 
 
+def rc() -> Any:
+    """The slide style as a context, for axes made after `new_panel_figure` returned."""
+    return plt.rc_context(RC)
+
+
 def new_figure(ncols: int = 1) -> tuple[Figure, list[Axes]]:
     with plt.rc_context(RC):
         width, height = RC["figure.figsize"]
@@ -118,11 +123,34 @@ def finish(fig: Figure, title: str, footer: list[str]) -> None:
             bottom += legend.get_window_extent(renderer).height / fig.bbox.height + 0.01
         engine.set(rect=(0, bottom, 1, 1 - bottom))  # left, bottom, width, height
         return
+    for ax in fig.axes:
+        legend_above(ax)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fig.tight_layout(rect=(0, bottom, 1, 0.97))
+        fig.tight_layout(rect=(0, bottom, 1, 0.95))
     if caught:  # an annotation far outside the axes defeats tight_layout: fixed margins
         fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=bottom + 0.09, wspace=0.08)
+
+
+LEGEND_LINE_CHARS = 150  # legend characters in a row above a 1280 px wide axes at 11 pt
+
+
+def legend_above(ax: Axes) -> None:
+    """Move the axes' legend out of the data, into rows just above the axes (a legend inside
+    a plot covers the bars and curves a speaker points at)."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    handles = list(legend.legend_handles)
+    labels = [text.get_text() for text in legend.get_texts()]
+    legend.remove()
+    if not labels:
+        return
+    width = ax.get_position().width  # a share of the figure: side-by-side runs are narrower
+    per_row = max(1, int(LEGEND_LINE_CHARS * width / (max(map(len, labels)) + 6)))
+    ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.02),
+              ncol=min(len(labels), per_row), fontsize=11, frameon=False, borderaxespad=0,
+              handlelength=1.8, columnspacing=1.2)
 
 
 def save(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:

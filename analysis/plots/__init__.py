@@ -168,7 +168,9 @@ def _render_panels(spec: PlotSpec, runs: list[Run], out_dir: Path, stem: str | N
     for run, part in zip(runs, parts, strict=True):
         notes: list[str] = []
         try:
-            said = spec.draw(run, part, notes) or []
+            # the panels are made inside draw: the slide style must hold while they are
+            with style.rc():
+                said = spec.draw(run, part, notes) or []
             drawn += 1
         except NotApplicable as exc:
             result.skipped = str(exc)

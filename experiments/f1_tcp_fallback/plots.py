@@ -6,6 +6,9 @@ and stair.csv (see claims.py for the field names).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from matplotlib.axes import Axes
 from matplotlib.ticker import PercentFormatter
 
@@ -43,9 +46,14 @@ def _fallback_label(cell) -> str:
 
 
 
+SEED_HALVES = 0.5  # seed 000's table: 24,000 -> 12,000 qps once the records were added
+SEED_TUNING_GAIN = 1.5  # seed 000's table: 12,000 -> 18,000 qps tuned, new records
+
+
 @plot("capacity", title="Stair capacity by server, record set and tuning",
       caption="Highest stair step with no continuing errors and worst response time < 1 s "
-              "(0: not even the first step passed).")
+              "(0: not even the first step passed). Black marks: the seed's effects scaled to "
+              "this server's own capacities (after = half of before; tuned = 1.5x untuned).")
 def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = _in_run_order(_fallback_cells(run), run.params)
     values = [derived.stair(c).capacity or 0.0 for c in cells]
@@ -54,71 +62,140 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
               for c in cells]
     bars = ax.bar(range(len(cells)), values, width=0.6,
                   color=style.colors_for([c.params["tuning"] for c in cells]))
-    ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=9, color=style.MUTED)
-    ax.set_xticks(range(len(cells)), labels, fontsize=8.5)
+    ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=12, color=style.INK)
+    ax.set_xticks(range(len(cells)), labels, fontsize=12)
     ax.set_ylabel("capacity (queries/s)")
-
-
-def _stair_lines(run: Run, ax: Axes, notes: list[str], column: str) -> None:
-    for i, cell in enumerate(_in_run_order(_fallback_cells(run), run.params)):
-        try:
-            stair = cell.csv("stair.csv", ("offered_qps", column))
-        except LabError as exc:
-            notes.append(f"{cell.label}: {exc.message}")
+    at = {(str(c.params.get("server")), c.params["records"], c.params["tuning"]): (i, v)
+          for i, (c, v) in enumerate(zip(cells, values, strict=True))}
+    said = {"halves": False, "tuning": False}
+    for (server, records, tuning), (x, _) in at.items():
+        if records != "after":
             continue
-        ax.plot(stair["offered_qps"], stair[column], marker="o", markersize=4,
-                color=style.PALETTE[i % len(style.PALETTE)], label=_fallback_label(cell))
-    ax.set_xlabel("offered load (queries/s)")
-    ax.legend(loc="best", fontsize=8.5)
+        base = at.get((server, "before", "untuned") if tuning == "untuned"
+                      else (server, "after", "untuned"))
+        if base is None or base[1] <= 0:
+            continue
+        if tuning == "untuned":
+            key, expected, label = "halves", base[1] * SEED_HALVES, (
+                "seed: new records halve capacity (24k -> 12k qps), scaled to this server")
+        else:
+            key, expected, label = "tuning", base[1] * SEED_TUNING_GAIN, (
+                "seed: tuning gives 1.5x (12k -> 18k qps), scaled to this server")
+        ax.hlines(expected, x - 0.38, x + 0.38, colors=style.INK, linewidth=3,
+                  linestyles="-" if key == "halves" else ":",
+                  label=None if said[key] else label)
+        said[key] = True
+    if any(said.values()):
+        ax.legend()
 
 
-@plot("stair_latency", title="Worst response time per stair step, with the 1 s limit",
-      y_from_zero=False,
+def _servers(run: Run) -> list[tuple[str, list]]:
+    """The fallback cells per server, servers and cells in the run's own order."""
+    out: dict[str, list] = {}
+    for cell in _in_run_order(_fallback_cells(run), run.params):
+        out.setdefault(str(cell.params.get("server", "?")), []).append(cell)
+    return list(out.items())
+
+
+def _panel_title(server: str, cells: list) -> str:
+    version = next((v for c in cells if (v := c.figure("server_version", optional=True))),
+                   None)
+    return f"{server} ({version})" if version else server
+
+
+def _condition(cell) -> str:
+    return f"records {cell.params['records']}, {cell.params['tuning']}"
+
+
+def _stair_panels(run: Run, fig: Any, notes: list[str], rows: list[tuple[str, str]],
+                  reference: Callable[[Axes], None] | None = None,
+                  log: bool = False) -> None:
+    """Small multiples: a column per server, a row per stair.csv column in `rows` (column,
+    y label), one line per record set x tuning (the same colour in every panel), one legend
+    under the panels."""
+    servers = _servers(run)
+    conditions = list(dict.fromkeys(_condition(c) for _, cells in servers for c in cells))
+    colours = dict(zip(conditions, style.PALETTE, strict=False))
+    axes = fig.subplots(len(rows), len(servers), sharex=True, sharey="row", squeeze=False)
+    handles: dict[str, Any] = {}
+    drawn = 0
+    for col, (server, cells) in enumerate(servers):
+        for row, (column, ylabel) in enumerate(rows):
+            ax = axes[row][col]
+            style.apply(ax)
+            for cell in cells:
+                try:
+                    stair = cell.csv("stair.csv", ("offered_qps", column))
+                except LabError as exc:
+                    notes.append(f"{cell.label}: {exc.message}")
+                    continue
+                (line,) = ax.plot(stair["offered_qps"], stair[column], marker="o",
+                                  markersize=3, linewidth=2,
+                                  color=colours.get(_condition(cell), style.INK))
+                handles.setdefault(_condition(cell), line)
+                drawn += 1
+            if reference is not None:
+                reference(ax)
+            if log:
+                ax.set_yscale("log")
+            if row == 0:
+                ax.set_title(_panel_title(server, cells), fontsize=14)
+            if col == 0:
+                ax.set_ylabel(ylabel)
+            if row == len(rows) - 1:
+                ax.set_xlabel("offered load (queries/s)")
+    if drawn == 0:
+        raise LabError(notes[0] if notes else "no cell has a stair.csv")
+    extra = [(h, h.get_label()) for ax in axes.flat for h in ax.get_lines()
+             if not h.get_label().startswith("_")]
+    for handle, label in extra:
+        handles.setdefault(label, handle)
+    fig.legend(list(handles.values()), list(handles), ncol=min(len(handles), 3),
+               frameon=False, fontsize=12)
+
+
+@plot("stair_latency", panels=True,
+      title="Worst response time per stair step, with the 1 s limit",
       caption="Worst request->response time (UDP try plus TCP retry) at each offered load; "
-              "a step passes below the dashed 1 s line with no continuing errors.")
-def stair_latency(run: Run, ax: Axes, notes: list[str]) -> None:
-    _stair_lines(run, ax, notes, "max_ms")
-    ax.axhline(1000, color=style.INK, linestyle="--", linewidth=1)
-    ax.set_yscale("log")
-    ax.set_ylabel("worst TAT (ms, log scale)")
+              "a step passes below the dashed 1 s line with no continuing errors. The seed's "
+              "worst times at 14k qps were 832 ms before the new records and 3,241 ms after.")
+def stair_latency(run: Run, fig: Any, notes: list[str]) -> None:
+    def limit(ax: Axes) -> None:
+        ax.axhline(1000, color=style.INK, linestyle="--", linewidth=1.2,
+                   label="1 s limit (the seed's pass criterion)")
+
+    _stair_panels(run, fig, notes, [("max_ms", "worst TAT (ms, log scale)")], limit, log=True)
 
 
-@plot("stair_answered", title="Answered vs offered load per stair step",
+@plot("stair_answered", panels=True, title="Answered vs offered load per stair step",
       caption="Dotted: answered = offered. The gap is queries lost or late.")
-def stair_answered(run: Run, ax: Axes, notes: list[str]) -> None:
-    _stair_lines(run, ax, notes, "answered_qps")
-    top = max(ax.get_xlim()[1], 1.0)
-    ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED)
-    ax.set_ylabel("answered (queries/s)")
+def stair_answered(run: Run, fig: Any, notes: list[str]) -> None:
+    def diagonal(ax: Axes) -> None:
+        top = max(ax.get_xlim()[1], 1.0)
+        ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED,
+                label="answered = offered")
+
+    _stair_panels(run, fig, notes, [("answered_qps", "answered (queries/s)")], diagonal)
 
 
-@plot("stair_tcp_share", title="Share of queries over TCP per stair step",
-      caption="TCP retries / (UDP + TCP) queries; the seed measured 23 % at its peak.")
-def stair_tcp_share(run: Run, ax: Axes, notes: list[str]) -> None:
-    _stair_lines(run, ax, notes, "tcp_share")
-    ax.axhline(0.23, color=style.INK, linestyle="--", linewidth=1)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_ylabel("TCP share of queries")
+@plot("stair_tcp_share", panels=True, title="Share of queries over TCP per stair step",
+      caption="TCP retries / (UDP + TCP) queries; dashed: the seed's 23 % at its peak.")
+def stair_tcp_share(run: Run, fig: Any, notes: list[str]) -> None:
+    def seed(ax: Axes) -> None:
+        ax.axhline(0.23, color=style.INK, linestyle="--", linewidth=1.2,
+                   label="seed: 23 % over TCP at 15,767 qps")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_ylim(bottom=0)
+
+    _stair_panels(run, fig, notes, [("tcp_share", "TCP share of queries")], seed)
 
 
-@plot("stair_counters", title="Server-side drops per stair step",
-      caption="Solid: UDP receive-buffer errors; dashed: TCP listen-queue overflows, both "
+@plot("stair_counters", panels=True, title="Server-side drops per stair step",
+      caption="Top: UDP receive-buffer errors; bottom: TCP listen-queue overflows, both "
               "read in the server's namespace (what the seed read with netstat -su / -st).")
-def stair_counters(run: Run, ax: Axes, notes: list[str]) -> None:
-    for i, cell in enumerate(_in_run_order(_fallback_cells(run), run.params)):
-        try:
-            stair = cell.csv("stair.csv", ("offered_qps", "udp_rcvbuf_errors",
-                                           "listen_overflows"))
-        except LabError as exc:
-            notes.append(f"{cell.label}: {exc.message}")
-            continue
-        colour = style.PALETTE[i % len(style.PALETTE)]
-        ax.plot(stair["offered_qps"], stair["udp_rcvbuf_errors"], color=colour,
-                label=_fallback_label(cell))
-        ax.plot(stair["offered_qps"], stair["listen_overflows"], color=colour, linestyle="--")
-    ax.set_xlabel("offered load (queries/s)")
-    ax.set_ylabel("events per step (count)")
-    ax.legend(loc="best", fontsize=8.5)
+def stair_counters(run: Run, fig: Any, notes: list[str]) -> None:
+    _stair_panels(run, fig, notes, [("udp_rcvbuf_errors", "UDP rcvbuf errors"),
+                                    ("listen_overflows", "listen overflows")])
 
 
 @plot("response_sizes", title="Largest NAPTR answers: what each server sent vs the full answer",
@@ -132,8 +209,14 @@ def response_sizes(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     for cell in sorted(_fallback_cells(run), key=lambda c: (
             str(c.params.get("server")), order.get(c.params["records"], 2), _fallback_label(c))):
         pairs.setdefault((str(cell.params.get("server", "?")), cell.params["records"]), cell)
-    bars = [("tac", "tcp", "TAC, sent"), ("tac", "model", "TAC, full answer"),
-            ("apn", "tcp", "APN, sent"), ("apn", "model", "APN, full answer")]
+    full = "full answer (as the seed's BIND 9.9 sent it)"
+    bars = [("tac", "tcp", "TAC, sent"), ("tac", "model", f"TAC, {full}"),
+            ("apn", "tcp", "APN, sent"), ("apn", "model", f"APN, {full}")]
+    # a kind no cell measured gets no bar (nor a legend entry, nor a gap in each group)
+    bars = [b for b in bars if any(c.figure(f"{b[0]}_{b[1]}_size", optional=True) is not None
+                                   for c in pairs.values())]
+    if not bars:
+        raise NotApplicable("no cell measured its answer sizes")
     width = 0.8 / len(bars)
     for j, (kind, source, label) in enumerate(bars):
         xs, ys = [], []
@@ -145,9 +228,10 @@ def response_sizes(run: Run, ax: Axes, notes: list[str]) -> list[str]:
         drawn = ax.bar(xs, ys, width=width * 0.95, label=label,
                        color=style.PALETTE[j % len(style.PALETTE)],
                        hatch="//" if source == "model" else None)
-        ax.bar_label(drawn, labels=[f"{y:,.0f}" for y in ys], fontsize=7.5, color=style.MUTED)
-    ax.axhline(4096, color=style.INK, linestyle="--", linewidth=1)
-    ax.set_xticks(range(len(pairs)), [f"{s}\nrecords {r}" for s, r in pairs], fontsize=8.5)
+        ax.bar_label(drawn, labels=[f"{y:,.0f}" for y in ys], fontsize=11, color=style.INK)
+    ax.axhline(4096, color=style.INK, linestyle="--", linewidth=1.2,
+               label="4,096 B EDNS buffer: larger UDP answers are truncated")
+    ax.set_xticks(range(len(pairs)), [f"{s}\nrecords {r}" for s, r in pairs], fontsize=12)
     ax.set_ylabel("answer size (bytes)")
     ax.legend(loc="best", fontsize=8.5)
     return size_readings(pairs)

@@ -3,6 +3,8 @@ the resperf ramps."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from matplotlib.axes import Axes
 
@@ -13,8 +15,10 @@ from dnslab.errors import LabError
 
 
 def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, series: str,
-                 ylabel: str) -> None:
-    """Bars of `figure`, one cluster per value of param `group`, one bar per `series` value."""
+                 ylabel: str) -> dict[tuple[Any, Any], tuple[float, float]]:
+    """Bars of `figure`, one cluster per value of param `group`, one bar per `series` value;
+    returns where each bar stands: (group value, series value) -> (x, height)."""
+    drawn: dict[tuple[Any, Any], tuple[float, float]] = {}
     cells = [c for c in run.cells if group in c.params and series in c.params]
     if not cells:
         raise NotApplicable(f"no cells with params {group} and {series}")
@@ -30,14 +34,16 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
                     try:
                         ys.append(float(cell.figure(figure)))
                         xs.append(i + (j - (len(names) - 1) / 2) * width)
+                        drawn[(g, name)] = (xs[-1], ys[-1])
                     except (LabError, TypeError) as exc:
                         notes.append(f"{cell.label}: {getattr(exc, 'message', exc)}")
         bars = ax.bar(xs, ys, width=width * 0.95, label=f"{series}={name}",
                       color=colours[j])
-        ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=8.5, color=style.MUTED)
+        ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=12, color=style.INK)
     ax.set_xticks(np.arange(len(groups)), [f"{group}={g}" for g in groups])
     ax.set_ylabel(ylabel)
-    ax.legend(loc="best", fontsize=9)
+    ax.legend()
+    return drawn
 
 
 @plot("resperf_ramp", title="resperf ramp: responses vs offered rate, cold and warm cache",
@@ -57,24 +63,47 @@ def resperf_ramp(run: Run, ax: Axes, notes: list[str]) -> None:
     ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED)
     ax.set_xlabel("offered rate (queries/s)")
     ax.set_ylabel("responses (per s)")
-    ax.legend(loc="best", fontsize=9)
+    ax.legend()
 
 
 @plot("cache_qps", title="Resolver qps, cold vs warm cache, by outstanding queries (-q)",
       caption="Dashed: dnsperf's own ceiling for the same pass at that -q (against a canned "
               "responder, in this run); a bar near it measured the generator.")
 def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
-    grouped_bars(run, ax, notes, "qps", "outstanding", "cache", "dnsperf throughput (queries/s)")
+    bars = grouped_bars(run, ax, notes, "qps", "outstanding", "cache",
+                        "dnsperf throughput (queries/s)")
+    groups = sorted({g for g, _ in bars}, key=str)
+    width = 0.8 / max(len({s for _, s in bars}), 1)
+    said = False
+    for q in groups:
+        if (q, "cold") in bars and (q, "warm") in bars:
+            x, _ = bars[(q, "warm")]
+            cold = bars[(q, "cold")][1]
+            # beside the warm bar, not over it: its value label stays readable
+            side = x + width * 0.5 + 0.04
+            ax.plot([side, side], [SEED_LOW * cold, SEED_HIGH * cold], color=style.INK,
+                    linewidth=5, solid_capstyle="butt",
+                    label=None if said else "seed: warm = 2.3-4.2x cold (scaled to this cold bar)")
+            said = True
     ceilings = run.cells_where(phase="ceiling")
     if not ceilings:
         notes.append("no generator ceiling in this run")
+        ax.legend()
         return
-    # the clusters in grouped_bars' order
-    groups = sorted({c.params["outstanding"] for c in run.cells if "cache" in c.params
-                     and "outstanding" in c.params}, key=str)
-    for i, q in enumerate(groups):
-        value = ceilings[0].figure(f"ceiling_qps_q{q}", optional=True)
-        if value is not None:
-            ax.hlines(float(value), i - 0.45, i + 0.45, linestyles="--", color=style.MUTED,
-                      label="dnsperf's ceiling" if i == 0 else None)
-    ax.legend(loc="best", fontsize=9)
+    tallest = max((y for _, y in bars.values()), default=0.0) * SEED_HIGH
+    found = {q: ceilings[0].figure(f"ceiling_qps_q{q}", optional=True) for q in groups}
+    values = {q: float(v) for q, v in found.items() if v is not None}
+    if values and min(values.values()) > OFF_SCALE * max(tallest, 1.0):
+        # drawn to scale it would flatten every bar: said in the legend instead
+        ax.plot([], [], linestyle="--", color=style.MUTED,
+                label=f"dnsperf's ceiling: {min(values.values()):,.0f}+ qps (off this scale)")
+    else:
+        for i, q in enumerate(groups):
+            if q in values:
+                ax.hlines(values[q], i - 0.45, i + 0.45, linestyles="--", color=style.MUTED,
+                          label="dnsperf's ceiling" if i == 0 else None)
+    ax.legend()
+
+
+SEED_LOW, SEED_HIGH = 2.3, 4.2  # seed: warm/cold 1,463/630 (-q 200) .. 1,204/290 (-q 100)
+OFF_SCALE = 3.0  # a reference line this far above the data is said, not drawn

@@ -43,15 +43,26 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
         ax.bar(i, float(np.median(values)), width=0.6, color=colour, alpha=0.35)
         jitter = np.linspace(-0.15, 0.15, len(values))
         ax.plot(i + jitter, values, "o", color=colour)
-    ax.set_xticks(range(len(by_profile)), list(by_profile), rotation=20, fontsize=9)
+    ax.set_xticks(range(len(by_profile)), list(by_profile), fontsize=13)
+    medians = {p: float(np.median(v)) for p, v in by_profile.items() if v}
+    if "default" in medians and "diiner" in medians:
+        x = list(by_profile).index("diiner")
+        ax.hlines(medians["default"] * SEED_DIINER_GAIN, x - 0.34, x + 0.34, colors=style.INK,
+                  linewidth=3, label="seed: DIINER +8 % qps at 100 % load, scaled to default's "
+                                     "median")
     ax.set_ylabel(f"answered at {top:.0f} % load (queries/s)")
     ceiling = derived.paced_ceiling(run)
     at = None if ceiling is None else ceiling[ceiling["load_pct"] == top]
     if at is None or at.empty:
         notes.append(f"no generator ceiling at {top:.0f} % load measured in this run")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
         return
     target, reached = float(at["target_qps"].iloc[0]), float(at["qps"].iloc[0])
     ax.axhline(target, linestyle="--", color=style.MUTED, label=f"target {target:,.0f} qps")
     ax.axhline(reached, linestyle=":", color="black",
                label=f"dnsperf ceiling {reached:,.0f} qps ({reached / target:.0%})")
-    ax.legend(loc="lower right", fontsize=8.5)
+    ax.legend()
+
+
+SEED_DIINER_GAIN = 1.08  # the source: DIINER at 100 % load, qps +8 %

@@ -1,0 +1,168 @@
+"""Every plot of every experiment, drawn from a run of its full-scale shape (F1: BIND 9.16 and
+today's BIND x record sets x tunings; F2: ceiling, untuned, tuned; F3: 10 TLD repetitions, 3
+secondaries, a zone sweep; F4: cold and warm at three -q with trials; F5: three profiles x 20
+trials), as a speaker gets it: 1280x720 px, at most six data series per axes, legends and the
+footer clear of every axes' data area and of each other, the published figure drawn where
+the plot has one. The xfr-30k-zones small multiples have their own test
+(test_figures_full_scale.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from analysis import plots, style
+from analysis.rundata import load_run
+from experiments.f1_tcp_fallback import fixtures as f1
+from experiments.f2_dnsdist import fixtures as f2
+from experiments.f3_xfr import fixtures as f3
+from experiments.f4_resolver_cache import fixtures as f4
+from experiments.f5_tcp_sysctl import fixtures as f5
+
+MAX_SERIES = 6
+TLD = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]
+
+
+def fallback(root: Path) -> Path:
+    cells = []
+    for server, (before, after, tuned) in {"bind916": (8000, 4000, 6000),
+                                           "bind": (9000, 8600, 9400)}.items():
+        version = {"server_version": "9.16.50" if server == "bind916" else "9.18.49"}
+        sizes = f1.answer_sizes(23069, 230) if server == "bind916" else f1.answer_sizes(9000, 0)
+        cells += [f1.fallback_cell(server, "before", "untuned", before, figures=version),
+                  f1.fallback_cell(server, "before", "tuned", before * 1.1, figures=version),
+                  f1.fallback_cell(server, "after", "untuned", after,
+                                   figures={**version, **sizes}),
+                  f1.fallback_cell(server, "after", "tuned", tuned, figures={**version, **sizes})]
+    cells += [f1.ceiling_cell("before", 30000), f1.ceiling_cell("after", 30000)]
+    return f1.fallback_run(root, cells)
+
+
+def resolver(root: Path) -> Path:
+    qps = {(cache, q): (3000 if cache == "cold" else 12000) * (1 + q / 1000)
+           for cache in ("cold", "warm") for q in (100, 200, 300)}
+    trials = {k: [v * f for f in (0.97, 1.0, 1.03)] for k, v in qps.items()}
+    return f4.resolver_run(root, qps, trials=trials)
+
+
+RUNS = {
+    "tcp-fallback": fallback,
+    "dnsdist-listeners": lambda root: f2.dnsdist_run(root, untuned=20000, tuned=24000),
+    "resolver-cache": resolver,
+    "tcp-sysctl": lambda root: f5.tcp_sysctl_run(
+        root, gain={"diiner": 1.02, "tso-win-divisor-1": 0.9}, trials=20),
+    "xfr-tld": lambda root: f3.write_xfr_run(root, "xfr-tld", f3.timed_cells(
+        {"bind": TLD, "knot": [t - 6 for t in TLD], "nsd": [t + 3 for t in TLD]})),
+    "xfr-smallest": lambda root: f3.write_xfr_run(root, "xfr-smallest", f3.timed_cells(
+        {"knot": [0.012, 0.011, 0.013], "bind": [0.02, 0.018, 0.021],
+         "nsd": [0.015, 0.014, 0.016]})),
+    "xfr-zone-sweep": lambda root: f3.write_xfr_run(root, "xfr-zone-sweep", f3.sweep_cells(
+        {1000: 2.0, 5000: 11.0, 10000: 25.0, 30000: 90.0, 50000: 180.0, 100000: None})),
+}
+# what the seed published, in the legend of the plot that draws it
+SEED_FIGURES = {"capacity": "24k -> 12k", "stair_latency": "1 s limit",
+                "stair_tcp_share": "23 %", "dnsdist_qps": "1.9x", "cache_qps": "2.3-4.2x",
+                "trials_qps": "+8 %"}
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, Path]]:
+    root = tmp_path_factory.mktemp("every")
+    out: dict[str, tuple[Figure, Path]] = {}
+    original = style.save
+    for experiment, make in RUNS.items():
+        run = load_run(make(root / "runs"))
+        for spec in plots.plots_for(run):
+            caught: list[Figure] = []
+
+            def keep(fig: Figure, out_dir: Path, stem: str, caught: list[Figure] = caught):
+                caught.append(fig)
+                return original(fig, out_dir, stem)
+
+            style.save = keep  # type: ignore[assignment]
+            try:
+                rendered = plots.render(spec, [run], root / experiment)
+            finally:
+                style.save = original  # type: ignore[assignment]
+            if rendered.skipped:  # e.g. resperf_ramp: no resperf cells in this run
+                continue
+            assert rendered.png is not None, f"{spec.name}: {rendered.error}"
+            out[spec.name] = (caught[0], rendered.png)
+    return out
+
+
+def test_every_experiment_plot_was_drawn(drawn) -> None:
+    expected = {name for experiment in RUNS for name in plots.experiment_plots(experiment)}
+    assert expected - set(drawn) <= {"resperf_ramp", "cache_curve"}, sorted(expected - set(drawn))
+    assert len(drawn) >= 11
+
+
+def series_count(ax) -> int:
+    """Data series: lines of more than two points (reference lines and markers excluded)."""
+    return sum(1 for line in ax.get_lines() if isinstance(line, Line2D)
+               and len(line.get_xdata()) > 2)
+
+
+def check_layout(name: str, fig: Figure, png: Path) -> None:
+    assert mpimg.imread(png).shape[:2] == (720, 1280), name
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    for ax in axes:
+        assert series_count(ax) <= MAX_SERIES, f"{name}: {ax.get_title()!r} has too many series"
+    areas = [ax.get_window_extent(renderer) for ax in axes]
+    legends = [ax.get_legend() for ax in axes if ax.get_legend() is not None] + fig.legends
+    boxes = [("legend", leg.get_window_extent(renderer)) for leg in legends]
+    boxes += [("footer", t.get_window_extent(renderer)) for t in fig.texts
+              if t.get_text() and t is not fig._suptitle]
+    if fig.get_suptitle():
+        boxes.append(("title", fig._suptitle.get_window_extent(renderer)))
+    boxes += [("panel title", ax.title.get_window_extent(renderer)) for ax in axes
+              if ax.get_title()]
+    for i, (what, box) in enumerate(boxes):
+        for area in areas:
+            assert not box.overlaps(area), f"{name}: a {what} covers the data"
+        for j, (other, second) in enumerate(boxes):
+            assert i == j or not box.overlaps(second), f"{name}: {what} over {other}"
+        assert box.x0 >= 0 and box.x1 <= 1280 and box.y0 >= 0 and box.y1 <= 720, (
+            f"{name}: a {what} runs off the slide")
+
+
+def test_every_plot_is_a_readable_slide(drawn) -> None:
+    for name, (fig, png) in drawn.items():
+        check_layout(name, fig, png)
+
+
+def test_the_published_figure_is_drawn_and_labelled(drawn) -> None:
+    for name, said in SEED_FIGURES.items():
+        fig, _ = drawn[name]
+        labels = [text.get_text() for ax in fig.axes if ax.get_legend()
+                  for text in ax.get_legend().get_texts()]
+        labels += [text.get_text() for leg in fig.legends for text in leg.get_texts()]
+        assert any(said in label for label in labels), f"{name}: {labels}"
+
+
+def test_a_reference_far_above_the_data_is_said_not_drawn(drawn) -> None:
+    """The fixtures' generator ceiling (1,000,000 qps) drawn to scale would flatten the
+    bars: it is named in the legend with its figure instead."""
+    for name in ("dnsdist_qps", "cache_qps"):
+        fig, _ = drawn[name]
+        ax = fig.axes[0]
+        assert ax.get_ylim()[1] < 100_000, name
+        assert any("1,000,000" in t.get_text() and "off this scale" in t.get_text()
+                   for t in ax.get_legend().get_texts()), name
+
+
+def test_a_layout_that_covers_the_data_fails(drawn) -> None:
+    """The check itself can fail: a legend moved back into the axes is caught."""
+    fig, png = drawn["trials_qps"]
+    ax = fig.axes[0]
+    ax.legend(loc="lower right")
+    with pytest.raises(AssertionError, match="covers the data"):
+        check_layout("trials_qps", fig, png)
