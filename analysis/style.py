@@ -147,10 +147,20 @@ def legend_above(ax: Axes) -> None:
     if not labels:
         return
     width = ax.get_position().width  # a share of the figure: side-by-side runs are narrower
-    per_row = max(1, int(LEGEND_LINE_CHARS * width / (max(map(len, labels)) + 6)))
     ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.02),
-              ncol=min(len(labels), per_row), fontsize=11, frameon=False, borderaxespad=0,
-              handlelength=1.8, columnspacing=1.2)
+              ncol=legend_columns(labels, int(LEGEND_LINE_CHARS * width)), fontsize=11,
+              frameon=False, borderaxespad=0, handlelength=1.8, columnspacing=1.2)
+
+
+def legend_columns(labels: Sequence[str], budget: int) -> int:
+    """The most columns whose widths fit `budget` characters: matplotlib fills a legend
+    column by column, each as wide as its longest entry (plus a handle and spacing)."""
+    for ncol in range(len(labels), 1, -1):
+        rows = -(-len(labels) // ncol)
+        columns = [labels[i:i + rows] for i in range(0, len(labels), rows)]
+        if sum(max(map(len, column)) + 6 for column in columns) <= budget:
+            return ncol
+    return 1
 
 
 def save(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
