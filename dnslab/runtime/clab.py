@@ -250,8 +250,17 @@ class ClabRuntime(Runtime):
             raise LabError("containerlab deploy failed", hint="see its output below",
                            detail=tail)
         for node in topo.nodes.values():
-            info = json.loads(_docker("inspect", container(topo.name, node.name)).stdout)[0]
+            name = container(topo.name, node.name)
+            info = json.loads(_docker("inspect", name).stdout)[0]
             pid = info["State"]["Pid"]
+            if not info["State"].get("Running") or not pid:
+                # its namespace is gone with it: say why it stopped, not /proc/0/ns/net later
+                logs = _docker("logs", "--tail", "8", name, check=False)
+                raise LabError(f"container {name} stopped right after containerlab deployed it "
+                               f"(exit code {info['State'].get('ExitCode')})",
+                               hint=f"docker logs {name} (the lab is torn down; KEEP=1 keeps "
+                                    "an experiment's lab)",
+                               detail=(logs.stdout + logs.stderr).strip()[-1500:])
             state.nodes[node.name].netns = f"/proc/{pid}/ns/net"
             state.nodes[node.name].pid = pid
             state.nodes[node.name].log = str(log_file(rendered.root, node.name))

@@ -108,3 +108,36 @@ def test_clab_reports_and_removes_netns_links_whose_container_is_gone(tmp_path, 
     assert runtime.destroy("mobile") == ["netns-link clab-mobile-client"]
     assert sorted(p.name for p in links.iterdir()) == [
         "clab-mobile-live", "clab-other-client", "dnslab-mobile-client"]
+
+
+def test_a_container_that_stopped_after_deploy_is_said_with_its_logs(tmp_path, monkeypatch):
+    """Not 'cannot open /proc/0/ns/net' later: the container's exit code and last log lines."""
+    import json
+    from types import SimpleNamespace
+
+    from dnslab.errors import LabError
+
+    node = SimpleNamespace(name="primary")
+    topo = SimpleNamespace(name="tcpauth", bridge="br-tcpauth", nodes={"primary": node})
+    (tmp_path / "primary").mkdir()
+    rendered = SimpleNamespace(topology=topo, root=tmp_path, clab_file=tmp_path / "x.clab.yml",
+                               node_dir=lambda name: tmp_path / name)
+    monkeypatch.setattr(clab, "ip", lambda *args, **kw: None)
+    monkeypatch.setattr(clab, "node_visible_roots", lambda: [])
+    monkeypatch.setattr(clab, "containerlab_binary", lambda: "containerlab")
+    monkeypatch.setattr(clab.subprocess, "run", lambda *a, **kw: SimpleNamespace(
+        returncode=0, stdout="", stderr=""))
+
+    def docker(*args, check=True):
+        if args[0] == "inspect":
+            return SimpleNamespace(stdout=json.dumps([{"State": {
+                "Running": False, "Pid": 0, "ExitCode": 3}}]), stderr="")
+        return SimpleNamespace(stdout="", stderr="run.sh: /work/x/named.conf: not found\n")
+
+    monkeypatch.setattr(clab, "_docker", docker)
+    with pytest.raises(LabError) as stopped:
+        clab.ClabRuntime().create(rendered, SimpleNamespace(nodes={}), set())
+    assert "clab-tcpauth-primary stopped right after" in stopped.value.message
+    assert "exit code 3" in stopped.value.message
+    assert "named.conf: not found" in stopped.value.detail
+    assert "docker logs clab-tcpauth-primary" in stopped.value.hint
