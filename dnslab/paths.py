@@ -10,8 +10,10 @@ TOPOLOGIES = REPO / "topologies"
 TEMPLATES = TOPOLOGIES / "templates"
 EXPERIMENTS = REPO / "experiments"
 PROFILES = EXPERIMENTS / "profiles"
-BUILD = Path(os.environ.get("DNSLAB_BUILD", REPO / "build"))
-RESULTS = Path(os.environ.get("DNSLAB_RESULTS", REPO / "results"))
+# resolved once: a node sees these folders mounted at their real path (render.node_visible_roots),
+# so a symlinked build/ must not leave configs naming the link (the container cannot see it)
+BUILD = Path(os.environ.get("DNSLAB_BUILD", REPO / "build")).resolve()
+RESULTS = Path(os.environ.get("DNSLAB_RESULTS", REPO / "results")).resolve()
 LABS_STATE = BUILD / "labs"
 ZONES_BUILD = BUILD / "zones"
 BIN = BUILD / "bin"

@@ -141,3 +141,20 @@ def test_a_container_that_stopped_after_deploy_is_said_with_its_logs(tmp_path, m
     assert "exit code 3" in stopped.value.message
     assert "named.conf: not found" in stopped.value.detail
     assert "docker logs clab-tcpauth-primary" in stopped.value.hint
+
+
+def test_the_build_and_results_folders_are_their_real_paths(tmp_path):
+    """A symlinked build/ (a worktree sharing another's) once left configs naming the link,
+    which no container could see: the folders are resolved once, where they are defined."""
+    import os
+    import subprocess
+    import sys
+
+    real = tmp_path / "real-build"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real)
+    out = subprocess.run([sys.executable, "-c", "from dnslab import paths; "
+                          "print(paths.BUILD); print(paths.LABS_STATE)"],
+                         env={**os.environ, "DNSLAB_BUILD": str(tmp_path / "linked")},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(real), str(real / "labs")]
