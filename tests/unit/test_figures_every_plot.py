@@ -16,13 +16,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis import plots, style
+from analysis import plots
 from analysis.rundata import load_run
 from experiments.f1_tcp_fallback import fixtures as f1
 from experiments.f2_dnsdist import fixtures as f2
 from experiments.f3_xfr import fixtures as f3
 from experiments.f4_resolver_cache import fixtures as f4
 from experiments.f5_tcp_sysctl import fixtures as f5
+from tests.unit.figure_capture import render_keeping_figure
 
 MAX_SERIES = 6
 TLD = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]
@@ -75,25 +76,14 @@ SEED_FIGURES = {"capacity": "24k -> 12k", "stair_latency": "1 s limit",
 def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, Path]]:
     root = tmp_path_factory.mktemp("every")
     out: dict[str, tuple[Figure, Path]] = {}
-    original = style.save
     for experiment, make in RUNS.items():
         run = load_run(make(root / "runs"))
         for spec in plots.plots_for(run):
-            caught: list[Figure] = []
-
-            def keep(fig: Figure, out_dir: Path, stem: str, caught: list[Figure] = caught):
-                caught.append(fig)
-                return original(fig, out_dir, stem)
-
-            style.save = keep  # type: ignore[assignment]
-            try:
-                rendered = plots.render(spec, [run], root / experiment)
-            finally:
-                style.save = original  # type: ignore[assignment]
+            rendered, fig = render_keeping_figure(spec, [run], root / experiment)
             if rendered.skipped:  # e.g. resperf_ramp: no resperf cells in this run
                 continue
-            assert rendered.png is not None, f"{spec.name}: {rendered.error}"
-            out[spec.name] = (caught[0], rendered.png)
+            assert rendered.png is not None and fig is not None, f"{spec.name}: {rendered.error}"
+            out[spec.name] = (fig, rendered.png)
     return out
 
 

@@ -15,10 +15,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
-from analysis import plots, style
+from analysis import plots
 from analysis.rundata import load_run
 from analysis.synthetic import CellData
 from experiments.f3_xfr import fixtures as f3_fx
+from tests.unit.figure_capture import render_keeping_figure
 
 MAX_SERIES = 6
 RANGES = {"default": 100, "wide-ports": 300, "tw-buckets-1000": 100}
@@ -45,21 +46,10 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, P
     root = tmp_path_factory.mktemp("full")
     run = load_run(full_scale_run(root))
     figures: dict[str, tuple[Figure, Path]] = {}
-    original = style.save
     for name in ("time_wait", "zones_served", "connect_failures"):
-        caught: list[Figure] = []
-
-        def keep(fig: Figure, out_dir: Path, stem: str, caught: list[Figure] = caught):
-            caught.append(fig)
-            return original(fig, out_dir, stem)
-
-        style.save = keep  # type: ignore[assignment]
-        try:
-            rendered = plots.render(plots.load_all()[name], [run], root / "report")
-        finally:
-            style.save = original  # type: ignore[assignment]
-        assert rendered.png is not None, rendered.error
-        figures[name] = (caught[0], rendered.png)
+        rendered, fig = render_keeping_figure(plots.load_all()[name], [run], root / "report")
+        assert rendered.png is not None and fig is not None, rendered.error
+        figures[name] = (fig, rendered.png)
     return figures
 
 
