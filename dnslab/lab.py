@@ -24,6 +24,7 @@ from dnslab.node import LabNode
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
 from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
+from dnslab.runtime.netns import pid_alive
 from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
@@ -320,7 +321,7 @@ def clear_stale(lab: str, quiet: bool = False) -> list[str]:
     found = leftovers(lab)
     if state is None and not found:
         return []
-    if state is not None and state.owner_pid and _process_alive(state.owner_pid):
+    if state is not None and state.owner_pid and pid_alive(state.owner_pid):
         return []
     if any(runtime.running(lab) for runtime in all_runtimes()):
         return []
@@ -330,16 +331,6 @@ def clear_stale(lab: str, quiet: bool = False) -> list[str]:
         print(f"removed what an interrupted run left of lab {lab!r} (nothing ran in it): "
               f"{shown}", file=sys.stderr)
     return removed
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def leftovers(lab: str | None = None) -> list[str]:

@@ -71,7 +71,7 @@ def apparmor_enforced(binaries: list[str], profiles: Path = APPARMOR_PROFILES) -
     return confined
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
             state = handle.read().rsplit(")", 1)[1].split()[0]
@@ -94,10 +94,10 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    alive = [p for p in pids if _pid_alive(p)]
+    alive = [p for p in pids if pid_alive(p)]
 
     def all_gone() -> bool:
-        alive[:] = [p for p in alive if _pid_alive(p)]
+        alive[:] = [p for p in alive if pid_alive(p)]
         return not alive
 
     try:
@@ -250,7 +250,7 @@ class NetnsRuntime(Runtime):
         proc = self._children.get(pid)
         if proc is not None:
             return proc.poll() is None
-        return _pid_alive(pid)
+        return pid_alive(pid)
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         info = state.nodes[node]

@@ -66,4 +66,4 @@ def test_a_process_that_exits_while_its_stat_is_read_is_gone(monkeypatch):
         raise ProcessLookupError(3, "No such process")  # what reading a dead pid's stat gives
 
     monkeypatch.setattr("builtins.open", exited)
-    assert netns._pid_alive(4242) is False
+    assert netns.pid_alive(4242) is False
