@@ -123,6 +123,15 @@ def seed_range_no_failures(run: Run) -> int:
                         lambda f: f[f["event"] != "connect_failed"]) for c in seeds)
 
 
+def served_at(done: pd.DataFrame, times: pd.Series) -> np.ndarray:
+    """Zones served at each of `times`, from zones_done.csv's samples, counted from 0 zones at
+    t=0: a cold start of a few seconds has its first sample after the monitor's first."""
+    t = np.concatenate(([0.0], done["t"].to_numpy(dtype=float)))
+    served = np.concatenate(([0.0], done["zones_served"].to_numpy(dtype=float)))
+    order = np.argsort(t, kind="stable")
+    return np.interp(times.to_numpy(dtype=float), t[order], served[order])
+
+
 def tls_opens_every_zone(run: Run) -> int:
     """XoT opens one connection per zone served, as TCP does: no reuse."""
     changed = 0
@@ -130,7 +139,7 @@ def tls_opens_every_zone(run: Run) -> int:
         done = cell.csv("zones_done.csv", ("t", "zones_served"))
 
         def change(frame: pd.DataFrame, done: pd.DataFrame = done) -> pd.DataFrame:
-            served = np.interp(frame["t"], done["t"], done["zones_served"])
+            served = served_at(done, frame["t"])
             frame["tcp_active_opens"] = frame["tcp_active_opens"].iloc[0] + served.round()
             return frame
         changed += edit_csv(monitor_path(run, cell), change)

@@ -431,3 +431,34 @@ def test_altered_data_leaves_nothing_reproduced(tmp_path: Path, experiment: str)
     assert judged, before
     assert judged <= set(altered), (judged, altered)
     assert not [c for c, s in altered.items() if s == "reproduced"], altered
+
+
+def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than_a_sample(
+        tmp_path: Path) -> None:
+    """SCALE=ci's cold start: 1000 zones in about 2 s, the monitor's first sample (0 opens)
+    before zones_done's first row (most zones already served). Opening one connection per zone
+    there is no reuse, whatever XoT's time; the alteration must count from 0 zones at t=0."""
+    from analysis.altered import alter_and_judge
+    from tests.unit import test_analysis_claims as cases
+
+    def short_cold_start(transport: str, rate: float, conns: float) -> synthetic.CellData:
+        cell = f3_fx.fluid_cell({"profile": "wide-ports", "transport": transport, "rep": 0,
+                                 "primary": "bind", "secondary": "bind"}, 63453, rate, 1000,
+                                conns_per_zone=conns)
+        columns, mon = cell.csv["monitor/sec.csv"]
+        idle = [0.0, *mon[0][1:]]
+        idle[columns.index("tcp_active_opens")] = 1000
+        cell.csv["monitor/sec.csv"] = (columns, [idle, *[[r[0] + 1, *r[1:]] for r in mon]])
+        done_columns, done = cell.csv["zones_done.csv"]
+        cell.csv["zones_done.csv"] = (done_columns, [[r[0] + 1.2, r[1]] for r in done])
+        return cell
+
+    good = [cases.std(p) for p in ("default", "wide-ports", "tw-buckets-50")]
+    run = f3_fx.xfr_30k(tmp_path / "runs", [*good, short_cold_start("tcp", 600, 1.0),
+                                            short_cold_start("tls", 900, 0.01),
+                                            f3_fx.seed_calibration_cell(750)])
+    before = {v["claim_id"]: v for v in evaluate(load_run(run))[0]}
+    assert before["F3.xot.reuse"]["status"] == "reproduced", before["F3.xot.reuse"]
+    altered = alter_and_judge(run, tmp_path / "altered")
+    assert altered["F3.xot.reuse"] != "reproduced", altered
+
