@@ -10,6 +10,7 @@ the claim was fixed; they stay as regression tests.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -433,11 +434,15 @@ def test_altered_data_leaves_nothing_reproduced(tmp_path: Path, experiment: str)
     assert not [c for c, s in altered.items() if s == "reproduced"], altered
 
 
+@pytest.mark.parametrize("tcp_rate,tls_rate", [(600, 900), (150, 1000)],
+                         ids=["xot-a-bit-faster", "xot-over-3x-faster"])
 def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than_a_sample(
-        tmp_path: Path) -> None:
+        tmp_path: Path, tcp_rate: float, tls_rate: float) -> None:
     """SCALE=ci's cold start: 1000 zones in about 2 s, the monitor's first sample (0 opens)
     before zones_done's first row (most zones already served). Opening one connection per zone
-    there is no reuse, whatever XoT's time; the alteration must count from 0 zones at t=0."""
+    there is no reuse, whatever XoT's time; the alteration must count from 0 zones at t=0.
+    And XoT "three times slower" must be slower than TCP even when it really was over 3x
+    faster."""
     from analysis.altered import alter_and_judge
     from tests.unit import test_analysis_claims as cases
 
@@ -454,11 +459,51 @@ def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than
         return cell
 
     good = [cases.std(p) for p in ("default", "wide-ports", "tw-buckets-50")]
-    run = f3_fx.xfr_30k(tmp_path / "runs", [*good, short_cold_start("tcp", 600, 1.0),
-                                            short_cold_start("tls", 900, 0.01),
+    run = f3_fx.xfr_30k(tmp_path / "runs", [*good, short_cold_start("tcp", tcp_rate, 1.0),
+                                            short_cold_start("tls", tls_rate, 0.01),
                                             f3_fx.seed_calibration_cell(750)])
     before = {v["claim_id"]: v for v in evaluate(load_run(run))[0]}
     assert before["F3.xot.reuse"]["status"] == "reproduced", before["F3.xot.reuse"]
     altered = alter_and_judge(run, tmp_path / "altered")
     assert altered["F3.xot.reuse"] != "reproduced", altered
 
+
+
+def test_profiles_like_default_copies_each_round_not_one_round_everywhere(
+        tmp_path: Path) -> None:
+    """A slow first default round (0.9x) copied into every round of a profile would make it
+    'fewer qps than the default' by that round's luck; round by round it is the default."""
+    from analysis.altered import ALTERATIONS, alter_and_judge, profiles_like_default
+
+    run = f5_fx.tcp_sysctl_run(tmp_path / "runs", gain={"tso-win-divisor-1": 0.85,
+                                                         "diiner": 1.08}, per_round=True)
+    slow = run / "cells" / "profile=default,round=1" / "trials.csv"
+    frame = pd.read_csv(slow)
+    frame.loc[frame["load_pct"] == 100, "qps"] *= 0.9
+    frame.to_csv(slow, index=False)
+    assert evaluate(load_run(run))[0]
+    assert profiles_like_default in ALTERATIONS["F5.tso-win-divisor"]
+    altered = alter_and_judge(run, tmp_path / "altered")
+    assert altered["F5.tso-win-divisor"] != "reproduced", altered
+    assert altered["F5.abort-on-overflow"] != "reproduced", altered
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    assert profiles_like_default(load_run(copy)) == 16  # 2 profiles x 8 rounds
+    for profile in ("tso-win-divisor-1", "diiner"):
+        for round_ in range(1, 9):
+            mine = pd.read_csv(copy / "cells" / f"profile={profile},round={round_}" / "trials.csv")
+            default = pd.read_csv(copy / "cells" / f"profile=default,round={round_}"
+                                  / "trials.csv")
+            assert mine["qps"].tolist() == default["qps"].tolist(), (profile, round_)
+
+
+def test_an_alteration_that_changes_nothing_is_not_counted(tmp_path: Path) -> None:
+    """No connect failures to remove (wide ports): the alteration reports 0 files, so the
+    altered-data test does not count data it never altered."""
+    from analysis.altered import no_connect_failures
+
+    run = f3_fx.xfr_30k(tmp_path / "runs", [f3_fx.xfr_cell("default", 100000)])
+    assert no_connect_failures(load_run(run)) == 0
+    run = f3_fx.xfr_30k(tmp_path / "runs2", [f3_fx.xfr_cell("default", 100)])
+    assert no_connect_failures(load_run(run)) == 1
