@@ -6,6 +6,7 @@ and the report alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -144,3 +145,37 @@ def connections_per_zone(run: Run, cell: Cell) -> float:
         raise LabError(f"{cell.rel('zones_done.csv')}: no zone served",
                        hint="see the secondary's log in the cell folder")
     return opened / served
+
+
+FINE_LOG_S = 0.01  # a log clock this fine times an AXFR by its own lines
+
+
+def transfer_log_time(row: dict[str, Any]) -> float | None:
+    """One AXFR's time from the secondary's own log: the span between the lines that open and
+    close it when the log clock is fine enough, else the duration the daemon reports with it
+    (Knot's stderr log has whole seconds; its "finished, 27.50 seconds" has 10 ms)."""
+    span, resolution = row.get("log_span_s"), row.get("log_resolution_s") or 1.0
+    if span is not None and resolution <= FINE_LOG_S:
+        return float(span)
+    return float(row["log_secs"]) if row.get("log_secs") is not None else None
+
+
+def transfer_log_error(row: dict[str, Any]) -> float:
+    """The timing error of `transfer_log_time`: the log clock's resolution, or the 10 ms of
+    the daemon's own duration (BIND prints ms, Knot and NSD hundredths)."""
+    resolution = row.get("log_resolution_s") or 1.0
+    if row.get("log_span_s") is not None and resolution <= FINE_LOG_S:
+        return float(resolution)
+    return FINE_LOG_S
+
+
+def log_timed_transfers(cell: Cell) -> list[tuple[float, float]]:
+    """(time, error) of each repetition's AXFR by the secondary's own log (repetitions.csv),
+    for the repetitions whose log timed it."""
+    if not cell.has("repetitions.csv"):
+        return []
+    frame = cell.csv("repetitions.csv")
+    rows = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
+    return [(t, transfer_log_error(row)) for row in rows
+            if (t := transfer_log_time(row)) is not None]

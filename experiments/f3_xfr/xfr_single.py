@@ -22,6 +22,7 @@ from dnslab.lab import Lab
 from dnslab.render import ZoneRef
 from dnslab.servers import driver
 from dnslab.wait import WaitTimeout, wait_until
+from experiments.f3_xfr.derived import transfer_log_error, transfer_log_time
 from experiments.f3_xfr.xfr import Ends, check_secondaries, ends, wait_primary_serves
 
 
@@ -89,28 +90,6 @@ def repeated_cold_start(cell: Cell, pair: Ends, zone: str, repetitions: int, pol
             writer.writerow(row)
             handle.flush()
     return rows
-
-
-FINE_LOG_S = 0.01  # a log clock this fine times an AXFR by its own lines
-
-
-def transfer_log_time(row: dict[str, Any]) -> float | None:
-    """One AXFR's time from the secondary's own log: the span between the lines that open and
-    close it when the log clock is fine enough, else the duration the daemon reports with it
-    (Knot's stderr log has whole seconds; its "finished, 27.50 seconds" has 10 ms)."""
-    span, resolution = row.get("log_span_s"), row.get("log_resolution_s") or 1.0
-    if span is not None and resolution <= FINE_LOG_S:
-        return float(span)
-    return float(row["log_secs"]) if row.get("log_secs") is not None else None
-
-
-def transfer_log_error(row: dict[str, Any]) -> float:
-    """The timing error of `transfer_log_time`: the log clock's resolution, or the 10 ms of
-    the daemon's own duration (BIND prints ms, Knot and NSD hundredths)."""
-    resolution = row.get("log_resolution_s") or 1.0
-    if row.get("log_span_s") is not None and resolution <= FINE_LOG_S:
-        return float(resolution)
-    return FINE_LOG_S
 
 
 def _summarise(rows: list[dict[str, Any]], records: int, timing: str) -> dict[str, Any]:

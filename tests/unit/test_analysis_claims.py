@@ -604,3 +604,20 @@ def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
     assert v["conditions"] == ["stair +200 qps per 4 s (seed: +1,000/min)"]
     assert v["line"] == ("Reproduced: capacity 8,000 -> 4,000 qps (0.50x); stair +200 qps per "
                          "4 s (seed: +1,000/min)")
+
+
+def test_smallest_delay_line_says_what_the_axfr_alone_took_by_the_log(tmp_path: Path) -> None:
+    """0.22 s from process start is the daemon's start-up: the line adds the AXFR's own span
+    from the secondary's log (BIND's ms clock; Knot's whole-second log falls back to its
+    "finished, 0.00 seconds" with +-0.01 s; a repetition the log did not time is left out)."""
+    cells = f3_fx.timed_cells({"bind": [0.224, 0.226, 0.225], "knot": [0.22, 0.23, 0.22]},
+                              error_s=0.007, timing_source=None)
+    columns = ["rep", "delay_s", "log_span_s", "log_resolution_s", "log_secs"]
+    cells[0].csv["repetitions.csv"] = (columns, [[0, 0.224, 0.002, 0.001, 0.001],
+                                                 [1, 0.226, 0.0, 0.001, 0.001],
+                                                 [2, 0.225, None, 0.001, None]])
+    cells[1].csv["repetitions.csv"] = (columns, [[r, 0.22, 0.0, 1.0, 0.0] for r in range(3)])
+    v = verdicts_of(f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells))["F3.smallest.delay"]
+    assert v["status"] == "not_reproduced"
+    assert v["line"].endswith("the AXFR alone <= 0.002 +-0.010 s by the logs"), v["line"]
+    assert len(v["line"]) <= 140

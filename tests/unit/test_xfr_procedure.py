@@ -8,6 +8,7 @@ import pytest
 from dnslab import cpus
 from dnslab.errors import LabError
 from experiments.f3_xfr import xfr
+from experiments.f3_xfr.derived import transfer_log_error, transfer_log_time
 from experiments.f3_xfr.port_range import (
     MIN_AUTO_PORTS,
     SEED_PORT_RANGE,
@@ -16,11 +17,7 @@ from experiments.f3_xfr.port_range import (
     transfer_rate,
     tw_cap,
 )
-from experiments.f3_xfr.xfr_single import (
-    transfer_log_error,
-    transfer_log_time,
-    transfer_placement,
-)
+from experiments.f3_xfr.xfr_single import transfer_placement
 
 
 def test_auto_range_gives_the_ports_used_in_failure_at_s_at_the_measured_rate():
