@@ -288,7 +288,7 @@ def connect_failures(run: Run, fig: Any, notes: list[str]) -> None:
         if panel.profile == panels(run)[0].profile:
             _seed_failure(ax)
 
-    _series_panels(run, fig, notes, read, "connect failures (cumulative)", extra,
+    _series_panels(run, fig, notes, read, "connect failures", extra,
                    calibration_label="calibration, the seed's range (no failure)",
                    cumulative=True)
 

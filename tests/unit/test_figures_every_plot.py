@@ -23,7 +23,7 @@ from experiments.f2_dnsdist import fixtures as f2
 from experiments.f3_xfr import fixtures as f3
 from experiments.f4_resolver_cache import fixtures as f4
 from experiments.f5_tcp_sysctl import fixtures as f5
-from tests.unit.figure_capture import render_keeping_figure
+from tests.unit.figure_capture import axis_labels_overprinting, render_keeping_figure
 
 MAX_SERIES = 6
 TLD = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]
@@ -123,6 +123,7 @@ def check_layout(name: str, fig: Figure, png: Path) -> None:
             assert i == j or not box.overlaps(second), f"{name}: {what} over {other}"
         assert box.x0 >= 0 and box.x1 <= 1280 and box.y0 >= 0 and box.y1 <= 720, (
             f"{name}: a {what} runs off the slide")
+    assert not axis_labels_overprinting(fig), f"{name}: {axis_labels_overprinting(fig)}"
 
 
 def test_every_plot_is_a_readable_slide(drawn) -> None:

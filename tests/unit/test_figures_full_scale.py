@@ -19,7 +19,7 @@ from analysis import plots
 from analysis.rundata import load_run
 from analysis.synthetic import CellData
 from experiments.f3_xfr import fixtures as f3_fx
-from tests.unit.figure_capture import render_keeping_figure
+from tests.unit.figure_capture import axis_labels_overprinting, render_keeping_figure
 
 MAX_SERIES = 6
 RANGES = {"default": 100, "wide-ports": 300, "tw-buckets-1000": 100}
@@ -88,6 +88,7 @@ def test_a_slide_of_small_multiples(drawn, name: str) -> None:
     for i, a in enumerate(titles):
         for j, b in enumerate(titles):
             assert i == j or not a.overlaps(b), f"{name}: panel titles overprint each other"
+    assert not axis_labels_overprinting(fig), f"{name}: {axis_labels_overprinting(fig)}"
 
 
 def test_labels_state_the_range_each_cell_ran_with(drawn) -> None:
