@@ -18,10 +18,13 @@ def resolver_ceiling(generator_max: float, qs: tuple[int, ...] = (100, 200, 300)
 def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_ms: float = 300,
                  tail: float = 0.015, sent: int = 10000, generator_cpu: float | None = None,
                  trials: dict[tuple[str, int], list[float]] | None = None,
-                 generator_max: float | None = 1e6, **kwargs: Any) -> Path:
+                 generator_max: float | None = 1e6,
+                 ramps: dict[str, tuple[float, float]] | None = None, **kwargs: Any) -> Path:
     """A resolver-cache run with one cell per (cache, -q) answering `qps`; `generator_max`:
     dnsperf's ceiling at every -q in the run's `phase=ceiling` cell (None: no ceiling cell,
-    as in runs before it existed)."""
+    as in runs before it existed); `ramps`: a resperf ramp cell per cache state, {cache:
+    (the ramp's top, the resolver's capacity)}: responses follow the offered rate up to the
+    capacity and stay there."""
     cells = []
     if generator_max is not None:
         cells.append(resolver_ceiling(generator_max, tuple(sorted({q for _, q in qps}))))
@@ -35,6 +38,13 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
         if trials and (cache, q) in trials:
             figures["qps_trials"] = trials[(cache, q)]
         cells.append(CellData({"cache": cache, "outstanding": q}, figures))
+    for cache, (top, capacity) in (ramps or {}).items():
+        rows = [[t / 2, top * t / 60, min(top * t / 60, capacity), 0.01 * top * t / 60]
+                for t in range(1, 61)]
+        cells.append(CellData({"cache": cache, "tool": "resperf"},
+                              {"peak_responses_per_s": min(top, capacity)},
+                              csv={"resperf.csv": (["time_s", "target_qps", "responses_per_s",
+                                                    "failures_per_s"], rows)}))
     return write_run(root, "resolver-cache", cells, params={"names": 10000}, **kwargs)
 
 

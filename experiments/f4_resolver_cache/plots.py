@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
 from analysis import style
 from analysis.plots import plot
@@ -42,28 +43,53 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
         ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=12, color=style.INK)
     ax.set_xticks(np.arange(len(groups)), [f"{group}={g}" for g in groups])
     ax.set_ylabel(ylabel)
+    ax.yaxis.set_major_formatter(THOUSANDS)
     ax.legend()
     return drawn
 
 
-@plot("resperf_ramp", title="resperf ramp: responses vs offered rate, cold and warm cache",
-      caption="resperf raises the query rate steadily; where responses stop following the "
-              "offered rate is the resolver's capacity.")
-def resperf_ramp(run: Run, ax: Axes, notes: list[str]) -> None:
+@plot("resperf_ramp", panels=True,
+      title="resperf ramp: responses vs offered rate, cold and warm cache",
+      caption="One panel per ramp, each on its own scale (the cold ramp tops out far below "
+              "the warm one). resperf raises the offered rate steadily up to its -m; where "
+              "responses stop following the dotted diagonal, the resolver has reached its "
+              "capacity. A ramp whose responses follow the diagonal to its top found no knee: "
+              "the resolver's capacity is above that top.")
+def resperf_ramp(run: Run, fig: Any, notes: list[str]) -> None:
     cells = run.cells_where(tool="resperf")
     if not cells:
         raise NotApplicable("no resperf ramp cells in this run")
     colours = style.colors_for([str(c.params.get("cache")) for c in cells])
-    for cell, colour in zip(cells, colours, strict=True):
+    axes = fig.subplots(1, len(cells), squeeze=False)[0]
+    for ax, cell, colour in zip(axes, cells, colours, strict=True):
+        style.apply(ax)
         ramp = cell.csv("resperf.csv", ("target_qps", "responses_per_s"))
-        ax.plot(ramp["target_qps"], ramp["responses_per_s"],
-                color=colour,
-                label=f"cache {cell.params.get('cache')}")
-    top = max(ax.get_xlim()[1], 1.0)
-    ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED)
-    ax.set_xlabel("offered rate (queries/s)")
-    ax.set_ylabel("responses (per s)")
-    ax.legend()
+        offered, answered = ramp["target_qps"], ramp["responses_per_s"]
+        ax.plot(offered, answered, color=colour, linewidth=2.5,
+                label=f"responses per second, cache {cell.params.get('cache')}")
+        top = max(float(offered.max()), 1.0)
+        ax.plot([0, top], [0, top], linestyle=":", color=style.MUTED,
+                label="responses = offered")
+        if "failures_per_s" in ramp.columns:
+            ax.plot(offered, ramp["failures_per_s"], color=style.INK, linewidth=1,
+                    label="failures per second")
+        peak = float(answered.max())
+        knee = float(answered.iloc[-1]) < KNEE_SHARE * float(offered.iloc[-1])
+        ax.set_title(f"cache {cell.params.get('cache')}: peak {peak:,.0f} responses/s"
+                     + ("" if knee else f"\n(no knee up to the ramp's top, {top:,.0f} offered)"),
+                     fontsize=14)
+        ax.set_xlabel("offered rate (queries/s)")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(5))
+            axis.set_major_formatter(THOUSANDS)
+    axes[0].set_ylabel("per second")
+    handles = {line.get_label(): line for ax in axes for line in ax.get_lines()}
+    fig.legend(list(handles.values()), list(handles), ncol=min(len(handles), 2),
+               frameon=False, fontsize=12)
+
+
+KNEE_SHARE = 0.95  # responses below this share of the offered rate at the ramp's top: a knee
+THOUSANDS = StrMethodFormatter("{x:,.0f}")
 
 
 @plot("cache_qps", title="Resolver qps, cold vs warm cache, by outstanding queries (-q)",
