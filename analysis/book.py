@@ -171,6 +171,18 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
     return rows
 
 
+def software(pages: list[FindingPage]) -> str:
+    """The package versions of every run, once: "bind9 9.18.49-1~deb12u3, ..." (a package
+    whose version differs between runs lists each)."""
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        for rp in page.runs:
+            for name, version in (rp.run.meta.get("versions") or {}).items():
+                if str(version) not in found.setdefault(name, []):
+                    found[name].append(str(version))
+    return ", ".join(f"{name} {' / '.join(found[name])}" for name in sorted(found))
+
+
 def write_html(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -> Path:
     jenv = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                               autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -284,6 +296,7 @@ def write_deck(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
         drawn = _text_slide(pdf, "Environment", [(
             f"{r['run']}: {r['machine']}, kernel {r['kernel']}, {r['runtime']}, "
             f"scale {r['scale']}, {r['dates']}, commit {r['commit']}", "#222222") for r in env]
+            + ([(f"software: {software(pages)}", "#222222")] if software(pages) else [])
             or [("no runs", "#555555")])
         titles += ["Environment"] * drawn
     return titles

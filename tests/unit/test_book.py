@@ -86,3 +86,13 @@ def test_a_run_not_analysed_yet_is_analysed_first(tmp_path: Path) -> None:
     out = book.build([run], results_root=tmp_path, out=tmp_path / "book")
     assert (run / "summary.json").exists()
     assert "smallest delay" in (out / "index.html").read_text()  # its figure, from its analysis
+
+
+def test_the_environment_names_each_package_version_once(root: Path, tmp_path: Path) -> None:
+    pages = book.collect(book.newest_runs(root), tmp_path)
+    versions = {name: str(v) for p in pages for rp in p.runs
+                for name, v in (rp.run.meta.get("versions") or {}).items()}
+    assert versions, "the fixture runs record package versions"
+    line = book.software(pages)
+    for name, version in versions.items():
+        assert line.count(f"{name} ") == 1 and version in line, (name, line)
