@@ -178,8 +178,9 @@ def tls_three_times_slower(run: Run) -> int:
     repetition (three times its own time at least), however fast it really was."""
     changed = 0
     for tls in cells(run, transport="tls"):
-        tcp = cells(run, transport="tcp", **{k: str(tls.params.get(k)) for k in
-                                            ("profile", "rep", "primary", "secondary")})
+        # paired as F3.xot.reuse pairs them: the same profile and repetition
+        tcp = cells(run, transport="tcp", profile=str(tls.params.get("profile")),
+                    rep=str(tls.params.get("rep")))
         tls_s = all_served_s(tls)
         tcp_s = all_served_s(tcp[0]) if tcp else None
         factor = 3.0 * max(1.0, (tcp_s or 0.0) / tls_s) if tls_s else 3.0
