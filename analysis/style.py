@@ -22,6 +22,7 @@ matplotlib.use("Agg")  # headless: no display on lab hosts or CI
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import StrMethodFormatter
 
 # Okabe-Ito, readable for colour-blind viewers and on a projector
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442",
@@ -35,6 +36,8 @@ INK = "#1b2733"
 FOOTER_CHARS = 135
 SLIDE = (12.8, 7.2)  # inches at 100 dpi: 1280x720 px
 MUTED = "#5b6770"
+# tick labels with thousands separators (20,000 qps, not 20000), as the bar labels have them
+THOUSANDS = StrMethodFormatter("{x:,.0f}")
 
 RC: dict[str, Any] = {
     "figure.figsize": SLIDE,  # 16:9

@@ -14,14 +14,11 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import FuncFormatter
 
 from analysis import style
 from analysis.plots import plot
 from analysis.rundata import Cell, NotApplicable, Run
 from dnslab.errors import LabError
-
-THOUSANDS = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
 
 
 def _each_cell(run: Run, notes: list[str], draw: Callable[[Cell, str, int], Any]) -> int:
@@ -166,7 +163,7 @@ def _series_panels(run: Run, fig: Any, notes: list[str], read: Callable[[Cell], 
         if extra is not None:
             extra(run, panel, ax)
         ax.set_title(panel.title(run), fontsize=12.5, color=style.INK)
-        ax.yaxis.set_major_formatter(THOUSANDS)
+        ax.yaxis.set_major_formatter(style.THOUSANDS)
     if drawn == 0:
         raise LabError(notes[0] if notes else "no cell has data for this plot")
     for ax in axes:
@@ -332,7 +329,7 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> None:
         ax.annotate("not finished", (zones, stalled_y * 1.08 or 1.0), xytext=(0, 8),
                     textcoords="offset points", ha="center", fontsize=8.5, color=colour)
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(THOUSANDS)
+    ax.xaxis.set_major_formatter(style.THOUSANDS)
     ax.set_xlabel("zones in the set (count, log scale)")
     ax.set_ylabel("total transfer time per zone (ms)")
     ax.set_ylim(bottom=0, top=max(stalled_y * 1.25, 1.0))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+from matplotlib.ticker import MaxNLocator
 
 from analysis import style
 from analysis.plots import plot
@@ -43,7 +43,7 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
         ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=12, color=style.INK)
     ax.set_xticks(np.arange(len(groups)), [f"{group}={g}" for g in groups])
     ax.set_ylabel(ylabel)
-    ax.yaxis.set_major_formatter(THOUSANDS)
+    ax.yaxis.set_major_formatter(style.THOUSANDS)
     ax.legend()
     return drawn
 
@@ -81,7 +81,7 @@ def resperf_ramp(run: Run, fig: Any, notes: list[str]) -> None:
         ax.set_xlabel("offered rate (queries/s)")
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(5))
-            axis.set_major_formatter(THOUSANDS)
+            axis.set_major_formatter(style.THOUSANDS)
     axes[0].set_ylabel("per second")
     handles = {line.get_label(): line for ax in axes for line in ax.get_lines()}
     fig.legend(list(handles.values()), list(handles), ncol=min(len(handles), 2),
@@ -89,7 +89,6 @@ def resperf_ramp(run: Run, fig: Any, notes: list[str]) -> None:
 
 
 KNEE_SHARE = 0.95  # responses below this share of the offered rate at the ramp's top: a knee
-THOUSANDS = StrMethodFormatter("{x:,.0f}")
 
 
 @plot("cache_qps", title="Resolver qps, cold vs warm cache, by outstanding queries (-q)",
