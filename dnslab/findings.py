@@ -10,8 +10,9 @@ fixture package) that holds a `finding.yaml`:
 
 and beside it everything about that finding: its experiment files (`<experiment>.yaml`, each
 naming the `claims:` and `plots:` that judge and show its runs), its procedure modules, and
-for the analysis `claims.py`, `plots.py`, `derived.py` (an optional `derive(run)` hook), a
-`fixtures.py` of synthetic runs and a `NOTES.md` (published figures, mechanism, what the lab
+for the analysis `claims.py`, `plots.py`, `derived.py` (an optional `derive(run)` hook),
+`altered.py` (each claim's effect removed from real data), a `fixtures.py` of synthetic runs
+and a `NOTES.md` (published figures, mechanism, what the lab
 changes to measure it, results). The engine reads experiment files from here; the analysis
 imports a finding's modules by the package name this module gives. Nothing here imports the
 analysis, and nothing names a finding: adding one is adding a folder.

@@ -423,12 +423,12 @@ def _seed_like_runs() -> dict[str, Any]:
 
 @pytest.mark.parametrize("experiment", sorted(_seed_like_runs()))
 def test_altered_data_leaves_nothing_reproduced(tmp_path: Path, experiment: str) -> None:
-    from analysis.altered import ALTERATIONS, alter_and_judge
+    from analysis.altered import alter_and_judge, alterations
 
     run = _seed_like_runs()[experiment](tmp_path / "runs")
     before = {v["claim_id"]: v["status"] for v in evaluate(load_run(run))[0]}
     altered = alter_and_judge(run, tmp_path / "altered")
-    judged = {c for c, s in before.items() if s == "reproduced" and c in ALTERATIONS}
+    judged = {c for c, s in before.items() if s == "reproduced" and c in alterations()}
     assert judged, before
     assert judged <= set(altered), (judged, altered)
     assert not [c for c, s in altered.items() if s == "reproduced"], altered
@@ -473,7 +473,8 @@ def test_profiles_like_default_copies_each_round_not_one_round_everywhere(
         tmp_path: Path) -> None:
     """A slow first default round (0.9x) copied into every round of a profile would make it
     'fewer qps than the default' by that round's luck; round by round it is the default."""
-    from analysis.altered import ALTERATIONS, alter_and_judge, profiles_like_default
+    from analysis.altered import alter_and_judge, alterations
+    from experiments.f5_tcp_sysctl.altered import profiles_like_default
 
     run = f5_fx.tcp_sysctl_run(tmp_path / "runs", gain={"tso-win-divisor-1": 0.85,
                                                          "diiner": 1.08}, per_round=True)
@@ -482,7 +483,7 @@ def test_profiles_like_default_copies_each_round_not_one_round_everywhere(
     frame.loc[frame["load_pct"] == 100, "qps"] *= 0.9
     frame.to_csv(slow, index=False)
     assert evaluate(load_run(run))[0]
-    assert profiles_like_default in ALTERATIONS["F5.tso-win-divisor"]
+    assert profiles_like_default in alterations()["F5.tso-win-divisor"]
     altered = alter_and_judge(run, tmp_path / "altered")
     assert altered["F5.tso-win-divisor"] != "reproduced", altered
     assert altered["F5.abort-on-overflow"] != "reproduced", altered
@@ -501,7 +502,7 @@ def test_profiles_like_default_copies_each_round_not_one_round_everywhere(
 def test_an_alteration_that_changes_nothing_is_not_counted(tmp_path: Path) -> None:
     """No connect failures to remove (wide ports): the alteration reports 0 files, so the
     altered-data test does not count data it never altered."""
-    from analysis.altered import no_connect_failures
+    from experiments.f3_xfr.altered import no_connect_failures
 
     run = f3_fx.xfr_30k(tmp_path / "runs", [f3_fx.xfr_cell("default", 100000)])
     assert no_connect_failures(load_run(run)) == 0

@@ -1,7 +1,7 @@
 """Findings are packages found by folder: the five real ones, and a sixth one in the tests'
 fixtures (`tests/fixtures/f6_example/`) that the engine and the analysis pick up with no edit
 anywhere else: its experiment file loads, its procedure resolves, and a run of it gets its
-claims, its plot and its derive hook."""
+claims, its plot, its derive hook and its altered data."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_a_sixth_finding_is_one_folder(sixth_finding, tmp_path):
 
     from tests.fixtures.f6_example.fixtures import echo_run
 
-    fast = analyse(echo_run(tmp_path / "fast", [0.4, 0.6, 0.5]), update_index=False)
+    fast_run = echo_run(tmp_path / "fast", [0.4, 0.6, 0.5])
+    fast = analyse(fast_run, update_index=False)
     assert [(v["claim_id"], v["status"]) for v in fast["verdicts"]] == [
         ("F6.fast-echo", "reproduced")]
     assert "3 cells derived" in fast["verdicts"][0]["measured"]  # the derive hook ran first
@@ -63,3 +64,20 @@ def test_a_sixth_finding_is_one_folder(sixth_finding, tmp_path):
 
     slow = analyse(echo_run(tmp_path / "slow", [0.4, 1.6]), update_index=False)
     assert slow["verdicts"][0]["status"] == "not_reproduced"
+
+    from analysis.altered import alter_and_judge, alterations
+
+    assert "F6.fast-echo" in alterations()
+    assert alter_and_judge(fast_run, tmp_path / "altered") == {
+        "F6.fast-echo": "not_reproduced"}  # its altered.py, with no edit to analysis/
+
+
+def test_an_alteration_of_no_claim_of_its_finding_is_one_line(sixth_finding, monkeypatch):
+    from analysis.altered import alterations
+
+    module = sixth_finding.module("altered")
+    assert module is not None
+    monkeypatch.setitem(module.ALTERATIONS, "F6.fast-echoo", ())
+    with pytest.raises(LabError) as exc:
+        alterations()
+    assert "F6.fast-echoo" in str(exc.value) and "F6.fast-echo" in (exc.value.hint or "")
