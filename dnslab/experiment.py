@@ -79,6 +79,25 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+CellEstimate = Callable[[str], float]
+
+
+def time_left(planned_cells: int, per_cell_s: float, done: list[str],
+              timed: dict[str, float], estimate: CellEstimate | None = None) -> float:
+    """Seconds the run still needs: the plan's estimate of the cells not done yet, scaled by
+    the pace of the cells timed so far (their real seconds over their estimates). `estimate`
+    gives one cell's estimate by its id when cells differ (a generator's short ceiling cell
+    before long stairs: the mean of the cells done so far would say a quarter of the truth);
+    without it every cell is `per_cell_s` and this is the mean of the timed cells."""
+    def guess(cell_id: str) -> float:
+        return estimate(cell_id) if estimate is not None else per_cell_s
+    left = max(planned_cells * per_cell_s - sum(guess(c) for c in done), 0.0)
+    planned_timed = sum(guess(c) for c in timed)
+    if timed and planned_timed > 0:
+        left *= sum(timed.values()) / planned_timed
+    return left
+
+
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
@@ -154,7 +173,9 @@ class Run:
         self.keep = keep
         self.cells: list[Cell] = []
         self.planned_cells: int | None = None
-        self.cell_seconds: list[float] = []
+        self.per_cell_s = 0.0
+        self.cell_estimate: CellEstimate | None = None
+        self.cell_seconds: dict[str, float] = {}
         self.started_at = dt.datetime.now(dt.UTC)
         if resume is not None:
             self.writer = RunWriter.reopen(resume, {"at": _now(), "command": command,
@@ -200,9 +221,13 @@ class Run:
     def cell_dir(self, cell_id: str) -> Path:
         return self.path / CELLS / cell_dirname(cell_id)
 
-    def plan(self, cells: int, per_cell_s: float) -> None:
-        """Announce how many cells the procedure will run and about how long that takes."""
+    def plan(self, cells: int, per_cell_s: float,
+             cell_estimate: CellEstimate | None = None) -> None:
+        """Announce how many cells the procedure will run and about how long that takes
+        (`per_cell_s` on average; `cell_estimate`, by cell id, when cells differ a lot)."""
         self.planned_cells = cells
+        self.per_cell_s = per_cell_s
+        self.cell_estimate = cell_estimate
         self.writer.record("plan", {"cells": cells, "estimated_s": round(cells * per_cell_s)})
         done = self._done()
         print(f"plan: {cells} cells ({done} finished already), about "
@@ -216,8 +241,11 @@ class Run:
         self.writer.append("warnings", message)
 
     def _done(self) -> int:
-        cells = self.writer.meta["cells"].values()
-        return sum(1 for c in cells if c.get("status") == "complete")
+        return len(self._done_ids())
+
+    def _done_ids(self) -> list[str]:
+        cells = self.writer.meta["cells"]
+        return [cell_id for cell_id, c in cells.items() if c.get("status") == "complete"]
 
     def finished(self, cell_id: str) -> dict[str, Any] | None:
         """The figures of a cell this run already finished (a resumed run), else None."""
@@ -237,8 +265,9 @@ class Run:
         text = f"cell {done + 1}" + (f"/{self.planned_cells}" if self.planned_cells else "")
         text += f" {cell_id} (elapsed {_duration(elapsed)}"
         if self.planned_cells and self.cell_seconds:
-            mean = sum(self.cell_seconds) / len(self.cell_seconds)
-            text += f", ETA {_duration(max(self.planned_cells - done, 0) * mean)}"
+            left = time_left(self.planned_cells, self.per_cell_s, self._done_ids(),
+                             self.cell_seconds, self.cell_estimate)
+            text += f", ETA {_duration(left)}"
         print(text + ")", file=sys.stderr)
 
     def profile(self, name: str) -> Profile:
@@ -300,7 +329,7 @@ class Run:
             cell.write_json()
             self.writer.end_cell(cell_id, _now(), cell.status)
             if cell.status == "complete":
-                self.cell_seconds.append((dt.datetime.now(dt.UTC) - started).total_seconds())
+                self.cell_seconds[cell_id] = (dt.datetime.now(dt.UTC) - started).total_seconds()
 
     def finish(self, complete: bool) -> None:
         self.writer.finish(_now(), complete)

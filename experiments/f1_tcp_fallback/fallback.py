@@ -373,7 +373,9 @@ def tcp_fallback(run: Run) -> None:
     ceiling_s = float(params["ceiling_step_s"]) * 25 + 60
     run.plan(stair_cells + ceiling_cells,
              per_cell_s=(stair_cells * stair_s + ceiling_cells * ceiling_s)
-             / (stair_cells + ceiling_cells))
+             / (stair_cells + ceiling_cells),
+             cell_estimate=lambda cell_id: ceiling_s if cell_id.startswith("server=ceiling")
+             else stair_s)
     inputs: dict[str, tuple[zones.ZoneSet, queries.QueryFile, dict[str, float]]] = {}
     for records in record_sets:
         zone_set = zones.ensure("3gpp", {"profile": records, **(params.get("zone_params") or {})},

@@ -214,3 +214,39 @@ def test_a_warning_is_said_and_kept_in_the_runs_meta(tmp_path, monkeypatch, caps
     run.warn("second")
     assert "tcp-sysctl: not saturated" in capsys.readouterr().err
     assert results.read_meta(run.path)["warnings"] == ["tcp-sysctl: not saturated", "second"]
+
+
+# --- the ETA each cell prints ---------------------------------------------------------------
+
+def test_eta_of_equal_cells_is_the_mean_of_the_cells_timed_so_far():
+    from dnslab.experiment import time_left
+
+    timed = {"a": 100.0, "b": 140.0}
+    assert time_left(6, 200.0, ["a", "b"], timed) == pytest.approx(4 * 120.0)
+
+
+def test_eta_after_a_short_ceiling_cell_is_not_the_ceilings_pace_times_the_cells_left():
+    """tcp-fallback SERVERS=bind916: a ceiling cell (560 s planned, 387 s real) then long stair
+    cells (1,680 s planned each). The mean of the cells done said "ETA 32m" with 80 minutes
+    to go; by each cell's estimate at the pace seen it is 84 minutes."""
+    from dnslab.experiment import time_left
+
+    def estimate(cell_id: str) -> float:
+        return 560.0 if cell_id.startswith("server=ceiling") else 1680.0
+    planned_mean = (2 * 560 + 4 * 1680) / 6
+    ceiling = "server=ceiling,records=before"
+    left = time_left(6, planned_mean, [ceiling], {ceiling: 387.0}, estimate)
+    assert left == pytest.approx((4 * 1680 + 560) * 387 / 560)
+    assert left > 2.5 * 5 * 387  # the old mean-of-cells-done ETA
+
+    stair = "server=bind916,records=before,tuning=untuned"
+    slow = time_left(6, planned_mean, [ceiling, stair], {ceiling: 560.0, stair: 3360.0},
+                     estimate)
+    assert slow == pytest.approx((3 * 1680 + 560) * (560 + 3360) / (560 + 1680))
+
+
+def test_eta_of_a_resumed_run_counts_the_cells_done_before_and_times_only_this_sessions():
+    from dnslab.experiment import time_left
+
+    left = time_left(4, 100.0, ["old-1", "old-2", "new"], {"new": 50.0})
+    assert left == pytest.approx(1 * 100.0 * 0.5)

@@ -4,6 +4,7 @@ figures."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -196,13 +197,16 @@ class _PlannedRun:
         self.done = done
         self.topology = None
         self.planned: int | None = None
+        self.planned_s = 0.0
+        self.estimate: Callable[[str], float] | None = None
 
     def placement(self) -> str:
         return "placement"
 
-    def plan(self, cells: int, per_cell_s: float) -> None:
+    def plan(self, cells: int, per_cell_s: float,
+             cell_estimate: Callable[[str], float] | None = None) -> None:
         assert per_cell_s > 0
-        self.planned = cells
+        self.planned, self.planned_s, self.estimate = cells, cells * per_cell_s, cell_estimate
 
     def finished(self, cell_id: str) -> dict | None:
         return {"capacity_qps": 1} if cell_id in self.done else None
@@ -235,6 +239,10 @@ def test_tcp_fallback_runs_the_ceilings_then_one_server_at_a_time(monkeypatch) -
     assert ran[2:6] == [f"server=bind916,records={r},tuning={t}"
                         for r in ("before", "after") for t in ("untuned", "tuned")]
     assert all(cell.startswith("server=bind,") for cell in ran[6:])
+    # each cell's estimate: a ceiling is short beside a stair, and they add up to the plan
+    assert run.estimate is not None
+    assert run.estimate(ran[0]) * 2 < run.estimate(ran[2])
+    assert sum(run.estimate(cell) for cell in ran) == pytest.approx(run.planned_s)
 
 
 def test_a_resumed_tcp_fallback_skips_finished_cells(monkeypatch) -> None:
