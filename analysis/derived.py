@@ -64,11 +64,12 @@ def stair(cell: Cell, name: str = "stair.csv") -> Stair:
         raise LabError(f"{cell.run.label}/{cell.rel(name)} has no load step",
                        hint="the stair ran no step: see the cell's dnsload log")
     frame = frame.copy()
-    frame["passed"] = frame["passed"].map(_truthy)
+    frame["passed"] = frame["passed"].map(truthy)
     return Stair(frame.sort_values("target_qps", kind="stable").reset_index(drop=True))
 
 
-def _truthy(value: object) -> bool:
+def truthy(value: object) -> bool:
+    """A CSV cell read as a boolean (True, 1, yes)."""
     return str(value).strip().lower() in ("1", "true", "yes")
 
 

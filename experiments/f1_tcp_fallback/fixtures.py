@@ -21,21 +21,29 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
                worst_ms: dict[float, float] | None = None, tcp_share: float = 0.23,
                overflows: dict[float, int] | None = None,
                syn_retrans: dict[float, int] | None = None,
-               stop: float | None = None) -> list[list[Any]]:
+               stop: float | None = None, first: tuple[float, ...] = ()
+               ) -> list[list[Any]]:
     """A stair from `start` in `step`s that passes up to `capacity` and ends after two
-    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity."""
+    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity. `first`: rates
+    run before it, in that order (a coarse pass above the capacity before a descent, as a
+    real stair runs: rows in run order, not by rate)."""
     rows = []
-    rate, fails, n = start, 0, 1
-    while fails < 2 and (stop is None or rate <= stop):
+
+    def step_row(rate: float) -> bool:
         passed = rate <= capacity
         worst = (worst_ms or {}).get(rate, 50 + 600 * rate / capacity if passed else 1500.0)
-        rows.append([n, rate, rate, rate * (1 if passed else 0.97), int(passed),
+        rows.append([len(rows) + 1, rate, rate, rate * (1 if passed else 0.97), int(passed),
                      round(worst, 1), round(worst / 3, 1), tcp_share,
                      (overflows or {}).get(rate, 0), "" if passed else "max TAT", 0, 0, 0,
                      (syn_retrans or {}).get(rate, 0), 0])
-        fails = 0 if passed else fails + 1
+        return passed
+
+    for rate in first:
+        step_row(rate)
+    rate, fails = start, 0
+    while fails < 2 and (stop is None or rate <= stop):
+        fails = 0 if step_row(rate) else fails + 1
         rate += step
-        n += 1
     return rows
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
 from matplotlib.ticker import PercentFormatter
 
 from analysis import derived, style
@@ -65,6 +67,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=12, color=style.INK)
     ax.set_xticks(range(len(cells)), labels, fontsize=12)
     ax.set_ylabel("capacity (queries/s)")
+    ax.yaxis.set_major_formatter(style.THOUSANDS)
     at = {(str(c.params.get("server")), c.params["records"], c.params["tuning"]): (i, v)
           for i, (c, v) in enumerate(zip(cells, values, strict=True))}
     said = {"halves": False, "tuning": False}
@@ -107,12 +110,22 @@ def _condition(cell) -> str:
     return f"records {cell.params['records']}, {cell.params['tuning']}"
 
 
+def _by_load(cell, column: str) -> pd.DataFrame:
+    """The cell's stair steps by offered load (stable: a rate run twice keeps its order),
+    `passed` as booleans."""
+    stair = cell.csv("stair.csv", ("offered_qps", column, "passed")).copy()
+    stair["passed"] = stair["passed"].map(derived.truthy)
+    return stair.sort_values("offered_qps", kind="stable")
+
+
 def _stair_panels(run: Run, fig: Any, notes: list[str], rows: list[tuple[str, str]],
                   reference: Callable[[Axes], None] | None = None,
                   log: bool = False) -> None:
     """Small multiples: a column per server, a row per stair.csv column in `rows` (column,
     y label), one line per record set x tuning (the same colour in every panel), one legend
-    under the panels."""
+    under the panels. Steps are drawn by offered load, not in the order they ran (coarse
+    steps up, a descent down, a fine pass between: in run order the line doubles back), a
+    filled marker for a step that passed, a hollow one for a step that failed."""
     servers = _servers(run)
     conditions = list(dict.fromkeys(_condition(c) for _, cells in servers for c in cells))
     colours = dict(zip(conditions, style.PALETTE, strict=False))
@@ -125,13 +138,18 @@ def _stair_panels(run: Run, fig: Any, notes: list[str], rows: list[tuple[str, st
             style.apply(ax)
             for cell in cells:
                 try:
-                    stair = cell.csv("stair.csv", ("offered_qps", column))
+                    stair = _by_load(cell, column)
                 except LabError as exc:
                     notes.append(f"{cell.label}: {exc.message}")
                     continue
-                (line,) = ax.plot(stair["offered_qps"], stair[column], marker="o",
-                                  markersize=3, linewidth=2,
-                                  color=colours.get(_condition(cell), style.INK))
+                colour = colours.get(_condition(cell), style.INK)
+                (line,) = ax.plot(stair["offered_qps"], stair[column], linewidth=2,
+                                  color=colour)
+                for passed, face in ((True, colour), (False, "white")):
+                    steps = stair[stair["passed"] == passed]
+                    ax.plot(steps["offered_qps"], steps[column], linestyle="none",
+                            marker="o", markersize=6, markeredgewidth=1.5,
+                            markeredgecolor=colour, markerfacecolor=face, label="_step")
                 handles.setdefault(_condition(cell), line)
                 drawn += 1
             if reference is not None:
@@ -150,6 +168,14 @@ def _stair_panels(run: Run, fig: Any, notes: list[str], rows: list[tuple[str, st
              if not h.get_label().startswith("_")]
     for handle, label in extra:
         handles.setdefault(label, handle)
+    for label, face in (("step passed", style.INK), ("step failed", "white")):
+        handles[label] = Line2D([], [], linestyle="none", marker="o", markersize=6,
+                                markeredgewidth=1.5, markeredgecolor=style.INK,
+                                markerfacecolor=face)
+    for ax in axes.flat:
+        ax.xaxis.set_major_formatter(style.THOUSANDS)
+        if not log and not isinstance(ax.yaxis.get_major_formatter(), PercentFormatter):
+            ax.yaxis.set_major_formatter(style.THOUSANDS)
     fig.legend(list(handles.values()), list(handles), ncol=min(len(handles), 3),
                frameon=False, fontsize=12)
 
@@ -233,6 +259,7 @@ def response_sizes(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                label="4,096 B EDNS buffer: larger UDP answers are truncated")
     ax.set_xticks(range(len(pairs)), [f"{s}\nrecords {r}" for s, r in pairs], fontsize=12)
     ax.set_ylabel("answer size (bytes)")
+    ax.yaxis.set_major_formatter(style.THOUSANDS)
     ax.legend(loc="best", fontsize=8.5)
     return size_readings(pairs)
 
@@ -271,7 +298,10 @@ def cache_curve(run: Run, ax: Axes, notes: list[str]) -> None:
         curve = cell.csv("cache.csv", ("records", "cache_size", "amplification"))
         ax.plot(curve["records"] / curve["cache_size"], curve["amplification"], marker="o",
                 markersize=4, color=style.PALETTE[i % len(style.PALETTE)], label=cell.label)
-    ax.axvline(1.0, color=style.INK, linestyle="--", linewidth=1)
+    sizes = {int(c.params.get("cache_size") or 0) for c in run.cells} - {0}
+    ax.axvline(1.0, color=style.INK, linestyle="--", linewidth=1,
+               label="records = cache size" + (f" ({sizes.pop():,})" if len(sizes) == 1
+                                                else ""))
     ax.set_xlabel("records / cache size")
     ax.set_ylabel("query amplification (x)")
     ax.legend(loc="best", fontsize=9)

@@ -41,7 +41,10 @@ def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | No
     if ceiling is not None:
         # an open-loop flood's ceiling cell: the sink answers part of what was sent
         sink = ceiling * 0.4 if generator == "kxdpgun" else ceiling
-        cells.append(CellData(params("ceiling"), {"qps": sink, "failures_per_s": 0.0},
+        figures = {"qps": sink, "failures_per_s": 0.0}
+        if generator == "kxdpgun":  # as dnsdist.py records it: the rate the flood sent
+            figures["ceiling_qps"] = ceiling
+        cells.append(CellData(params("ceiling"), figures,
                               csv=flood_trials(ceiling, sink) if generator == "kxdpgun"
                               else {}))
     cells += [CellData(params("untuned"), {"qps": untuned, "failures_per_s": untuned_fail,

@@ -19,6 +19,8 @@ def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     values = [float(c.figure("qps")) for c in cells]
     failures = [float(c.figure("failures_per_s", optional=True) or 0) for c in cells]
     ceiling = dict(zip(labels, values, strict=True)).get("ceiling")
+    sent = next((_offered(c) for c, label in zip(cells, labels, strict=True)
+                 if label == "ceiling"), None)
     shown = [i for i, label in enumerate(labels) if label != "ceiling"] or list(range(len(cells)))
     tallest = max(values[i] for i in shown) * SEED_GAIN
     if ceiling is not None and ceiling <= OFF_SCALE * max(tallest, 1.0):
@@ -26,14 +28,19 @@ def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     elif ceiling is not None:
         # drawn to scale it would flatten every variant: said in the legend instead
         ax.plot([], [], linestyle="--", color=style.MUTED,
-                label=f"generator's ceiling: {ceiling:,.0f} qps (off this scale)")
+                label=f"generator's ceiling: {sent or ceiling:,.0f} qps"
+                      + (" sent" if sent else "") + " (off this scale)")
     names = [labels[i] for i in shown]
     bars = ax.bar(range(len(shown)), [values[i] for i in shown], width=0.6,
                   color=style.colors_for(names))
-    ax.bar_label(bars, labels=[f"{values[i]:,.0f} qps\n{failures[i]:,.0f} failed/s"
-                               for i in shown], fontsize=12, color=style.INK)
-    ax.set_xticks(range(len(shown)), names)
+    ax.bar_label(bars, labels=[_bar_text(cells[i], values[i], failures[i]) for i in shown],
+                 fontsize=12, color=style.INK)
+    # an open-loop flood's ceiling is the rate it sent; the bar is what a sink answered of it
+    ax.set_xticks(range(len(shown)), [
+        "ceiling (a sink answers)" if name == "ceiling" and _offered(cells[i]) else name
+        for i, name in zip(shown, names, strict=True)])
     ax.set_ylabel("answered queries (queries/s)")
+    ax.yaxis.set_major_formatter(style.THOUSANDS)
     if "untuned" in names and "tuned" in names:
         base = values[labels.index("untuned")]
         x = names.index("tuned")
@@ -42,6 +49,22 @@ def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
                         "scaled to this untuned bar")
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
+
+
+def _offered(cell) -> float | None:
+    """The rate an open-loop flood sent (the ceiling cell's `ceiling_qps` when it is not the
+    answered `qps`), else None."""
+    ceiling = cell.figure("ceiling_qps", optional=True)
+    if ceiling is None or float(ceiling) == float(cell.figure("qps")):
+        return None
+    return float(ceiling)
+
+
+def _bar_text(cell, qps: float, failed: float) -> str:
+    offered = _offered(cell) if cell.params.get("variant") == "ceiling" else None
+    if offered is not None:
+        return f"{qps:,.0f} qps answered\nof {offered:,.0f} sent"
+    return f"{qps:,.0f} qps\n{failed:,.0f} failed/s"
 
 
 SEED_GAIN = 1.9  # seed: ~220-232k qps with one listener -> 417-445k with 8 reusePort ones

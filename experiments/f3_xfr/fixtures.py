@@ -117,7 +117,9 @@ def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float =
                                    "delays_s": delays, "error_s": error_s}
         if timing_source:
             figures["timing_source"] = timing_source
-        cells.append(CellData({"secondary": secondary}, figures))
+        # as xfr_single's cells: the secondary's kind and its node
+        cells.append(CellData({"secondary": secondary, "secondary_node": f"sec-{secondary}"},
+                              figures))
     return cells
 
 

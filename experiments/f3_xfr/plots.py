@@ -379,7 +379,7 @@ def _repetition_bars(run: Run, ax: Axes, notes: list[str], ylabel: str,
         step = width / len(delays)
         xs = [index - width / 2 + step * (i + 0.5) for i in range(len(delays))]
         ax.bar(xs, delays, width=step * 0.9, yerr=error, capsize=2,
-               color=style.PALETTE[index % len(style.PALETTE)], label=cell.label)
+               color=style.PALETTE[index % len(style.PALETTE)])
         mean = float(np.mean(delays))
         ax.hlines(mean, index - width / 2, index + width / 2, colors=style.INK,
                   linestyles="--", linewidth=1)
@@ -390,7 +390,9 @@ def _repetition_bars(run: Run, ax: Axes, notes: list[str], ylabel: str,
         drawn += 1
     if not drawn:
         raise LabError("no cell has a finished repetition (figure 'delays_s')")
-    ax.set_xticks(range(len(run.cells)), [c.label for c in run.cells])
+    # the secondary's kind names the group (its node name, sec-<kind>, says it again)
+    ax.set_xticks(range(len(run.cells)),
+                  [str(c.params.get("secondary") or c.label) for c in run.cells])
     ax.set_xlabel("secondary (bars: repetitions; dashed: mean)")
     ax.set_ylabel(ylabel)
     _legend(ax)

@@ -35,7 +35,9 @@ def fallback(root: Path) -> Path:
                                            "bind": (9000, 8600, 9400)}.items():
         version = {"server_version": "9.16.50" if server == "bind916" else "9.18.49"}
         sizes = f1.answer_sizes(23069, 230) if server == "bind916" else f1.answer_sizes(9000, 0)
-        cells += [f1.fallback_cell(server, "before", "untuned", before, figures=version),
+        # bind916's first stair runs a coarse pass above its capacity, then steps from 2,000
+        cells += [f1.fallback_cell(server, "before", "untuned", before, figures=version,
+                                   first=(12000.0, 16000.0) if server == "bind916" else ()),
                   f1.fallback_cell(server, "before", "tuned", before * 1.1, figures=version),
                   f1.fallback_cell(server, "after", "untuned", after,
                                    figures={**version, **sizes}),
@@ -97,7 +99,7 @@ def test_every_experiment_plot_was_drawn(drawn) -> None:
 def series_count(ax) -> int:
     """Data series: lines of more than two points (reference lines and markers excluded)."""
     return sum(1 for line in ax.get_lines() if isinstance(line, Line2D)
-               and len(line.get_xdata()) > 2)
+               and len(line.get_xdata()) > 2 and line.get_linestyle() not in ("None", "none"))
 
 
 def check_layout(name: str, fig: Figure, png: Path) -> None:
@@ -125,6 +127,13 @@ def check_layout(name: str, fig: Figure, png: Path) -> None:
         assert box.x0 >= 0 and box.x1 <= 1280 and box.y0 >= 0 and box.y1 <= 720, (
             f"{name}: a {what} runs off the slide")
     assert not axis_labels_overprinting(fig), f"{name}: {axis_labels_overprinting(fig)}"
+    for ax in axes:
+        ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels()
+                 if t.get_visible() and t.get_text()]
+        for i, tick in enumerate(ticks):
+            assert not any(tick.overlaps(other) for other in ticks[i + 1:]), (
+                f"{name}: x tick labels overprint each other: "
+                f"{[t.get_text() for t in ax.get_xticklabels()]}")
 
 
 def test_every_plot_is_a_readable_slide(drawn) -> None:
@@ -169,3 +178,45 @@ def test_a_resperf_ramp_says_whether_it_found_the_resolvers_capacity(drawn) -> N
     assert len(titles) == 2, titles
     assert "no knee up to the ramp's top, 3,200 offered" in titles[0], titles
     assert "peak 14,000 responses/s" in titles[1] and "no knee" not in titles[1], titles
+
+
+def test_stair_steps_are_drawn_by_load_and_failed_steps_hollow(drawn) -> None:
+    """A real stair runs a coarse pass, a descent and a fine pass: drawn in run order its line
+    doubles back (the first full-scale bind916 run's panels were a zigzag). Every stair line
+    runs left to right, and the steps that failed are hollow."""
+    for name in ("stair_latency", "stair_answered", "stair_tcp_share", "stair_counters"):
+        fig, _ = drawn[name]
+        for ax in fig.axes:
+            lines = [line for line in ax.get_lines() if len(line.get_xdata()) > 2
+                     and line.get_linestyle() not in ("None", "none")]
+            for line in lines:
+                x = [float(v) for v in line.get_xdata()]
+                if x != [0.0, x[-1]]:  # answered = offered, a diagonal
+                    assert x == sorted(x), f"{name}: a stair line doubles back: {x}"
+        panel = next(ax for ax in fig.axes if ax.get_title().startswith("bind916"))
+        hollow = {float(v) for line in panel.get_lines()
+                  if line.get_linestyle() in ("None", "none")
+                  and line.get_markerfacecolor() == "white" for v in line.get_xdata()}
+        assert {12000.0, 16000.0} <= hollow, (name, sorted(hollow))
+
+
+def test_an_open_loop_ceiling_is_the_rate_the_flood_sent(tmp_path: Path) -> None:
+    """kxdpgun's ceiling cell: a sink answered 154,286 of the 331,644 qps sent (the full run
+    of 2026-11-25). The bar is what the sink answered, its label says what was sent; off the
+    scale, the legend gives the rate sent, not the sink's answers."""
+    def texts(run_dir: Path) -> list[str]:
+        run = load_run(run_dir)
+        spec = next(s for s in plots.plots_for(run) if s.name == "dnsdist_qps")
+        _, fig = render_keeping_figure(spec, [run], tmp_path / run_dir.name)
+        assert fig is not None
+        ax = fig.axes[0]
+        return ([t.get_text() for t in ax.texts] + [t.get_text() for t in ax.get_xticklabels()]
+                + (ax.get_legend_handles_labels()[1]))
+
+    near = texts(f2.dnsdist_run(tmp_path / "near", untuned=128776, tuned=162950,
+                                ceiling=331644, generator="kxdpgun"))
+    assert any("of 331,644 sent" in t for t in near), near
+    assert "ceiling (a sink answers)" in near
+    far = texts(f2.dnsdist_run(tmp_path / "far", untuned=20000, tuned=24000,
+                               ceiling=1e6, generator="kxdpgun"))
+    assert any("1,000,000 qps sent (off this scale)" in t for t in far), far
