@@ -165,7 +165,9 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
                          f"{str(meta.get('ended', '?'))[:16]}",
                 "commit": str(git.get("commit", "?"))[:8]
                           + (" (dirty)" if git.get("dirty") else ""),
-                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+                            + "".join(f"; {node} ran image {image}" for node, image
+                                      in sorted((meta.get("images") or {}).items())),
                 "scale": str(meta.get("scale", "full")),
             })
     return rows
@@ -173,14 +175,21 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
 
 def software(pages: list[FindingPage]) -> str:
     """The package versions of every run, once: "bind9 9.18.49-1~deb12u3, ..." (a package
-    whose version differs between runs lists each)."""
+    whose version differs between runs lists each), then the images nodes ran from (meta.json
+    `images`, e.g. BIND 9.16 from Debian 11 for SERVERS=bind916: the host's bind9 is not the
+    server those cells measured)."""
     found: dict[str, list[str]] = {}
+    images: list[str] = []
     for page in pages:
         for rp in page.runs:
             for name, version in (rp.run.meta.get("versions") or {}).items():
                 if str(version) not in found.setdefault(name, []):
                     found[name].append(str(version))
-    return ", ".join(f"{name} {' / '.join(found[name])}" for name in sorted(found))
+            for image in (rp.run.meta.get("images") or {}).values():
+                if str(image) not in images:
+                    images.append(str(image))
+    line = ", ".join(f"{name} {' / '.join(found[name])}" for name in sorted(found))
+    return line + ("; images: " + ", ".join(images) if images else "")
 
 
 def write_html(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -> Path:

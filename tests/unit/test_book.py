@@ -96,3 +96,14 @@ def test_the_environment_names_each_package_version_once(root: Path, tmp_path: P
     line = book.software(pages)
     for name, version in versions.items():
         assert line.count(f"{name} ") == 1 and version in line, (name, line)
+
+
+def test_the_environment_names_the_images_nodes_ran_from(root: Path, tmp_path: Path) -> None:
+    """SERVERS=bind916 runs BIND 9.16 from its image: the host's bind9 9.18 in `versions` is
+    not what those cells measured, so the image is named too."""
+    pages = book.collect(book.newest_runs(root), tmp_path)
+    assert "images:" not in book.software(pages)
+    pages[0].runs[0].run.meta["images"] = {"sec-bind916": "dnslab/bind9-bullseye:9.16.50-1"}
+    assert book.software(pages).endswith("; images: dnslab/bind9-bullseye:9.16.50-1")
+    rows = book.environment(pages)
+    assert rows[0]["versions"].endswith("; sec-bind916 ran image dnslab/bind9-bullseye:9.16.50-1")
