@@ -64,12 +64,11 @@ def stair(cell: Cell, name: str = "stair.csv") -> Stair:
         raise LabError(f"{cell.run.label}/{cell.rel(name)} has no load step",
                        hint="the stair ran no step: see the cell's dnsload log")
     frame = frame.copy()
-    frame["passed"] = frame["passed"].map(truthy)
+    frame["passed"] = frame["passed"].map(_truthy)
     return Stair(frame.sort_values("target_qps", kind="stable").reset_index(drop=True))
 
 
-def truthy(value: object) -> bool:
-    """A CSV cell read as a boolean (True, 1, yes)."""
+def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes")
 
 

@@ -111,11 +111,10 @@ def _condition(cell) -> str:
 
 
 def _by_load(cell, column: str) -> pd.DataFrame:
-    """The cell's stair steps by offered load (stable: a rate run twice keeps its order),
-    `passed` as booleans."""
-    stair = cell.csv("stair.csv", ("offered_qps", column, "passed")).copy()
-    stair["passed"] = stair["passed"].map(derived.truthy)
-    return stair.sort_values("offered_qps", kind="stable")
+    """The cell's stair steps by rate, `passed` as booleans (derived.stair's frame), with a
+    one-line error when `column` is missing."""
+    cell.csv("stair.csv", ("offered_qps", column))
+    return derived.stair(cell).rows
 
 
 def _stair_panels(run: Run, fig: Any, notes: list[str], rows: list[tuple[str, str]],
