@@ -25,7 +25,7 @@ import yaml
 
 from dnslab import cpus, paths
 from dnslab.errors import LabError
-from dnslab.servers import driver
+from dnslab.servers import driver, merge_options
 from dnslab.topology import IFACE, LAN, Node, Topology
 
 
@@ -131,6 +131,9 @@ def reference_data(topology: Topology, out: Path) -> LabData:
         "primary": primary,
         "nodes": list(topology.nodes.values()),
         "secondaries": topology.by_role("secondary"),
+        # who serves example.test.: its secondaries, or in a lab without any (tcpauth,
+        # resolver, dnsdist) every primary, so the zone has NS records and loads
+        "example_servers": topology.by_role("secondary") or topology.by_role("primary"),
         "root_servers": root_servers(topology),
         "serial": _serial(),
     }
@@ -164,6 +167,22 @@ def _primary(topology: Topology, data: LabData) -> Node | None:
     return primaries[0] if primaries else None
 
 
+def node_cores(rendered: RenderedLab, node: Node) -> int:
+    """How many cores a node is given: those of its cpu-set, else every CPU this host
+    offers (what its daemon's workers are counted against)."""
+    cpu_set = node_cpu_set(rendered, node)
+    return len(cpus.parse(cpu_set)) if cpu_set else len(cpus.available())
+
+
+def node_options(rendered: RenderedLab, node: Node) -> dict:
+    """The options a node's templates read: its kind's benchmark-grade defaults (one worker
+    per core it is given, no rate limiting: `Driver.benchmark_options`), then what the
+    experiment sets for it. So a lab brought up by hand is configured for benchmarking as an
+    experiment's is."""
+    defaults = driver(node.server).benchmark_options(node_cores(rendered, node))
+    return merge_options(defaults, rendered.data.node_options.get(node.name, {}))
+
+
 def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node: Node) -> dict:
     secondaries = topology.by_role("secondary")
     backends_label = node.label("backends")
@@ -181,7 +200,7 @@ def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node
         "backends": backends,
         "health_zone": data.health_zone,
         "root_servers": root_servers(topology) if topology.by_role("primary") else [],
-        "opts": data.node_options.get(node.name, {}),
+        "opts": node_options(rendered, node),
         "rndc_secret": base64.b64encode(secrets.token_bytes(32)).decode(),
     }
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dnslab import lab as lab_engine
+from dnslab.errors import LabError
 
 app = typer.Typer(help="Bring labs up and down, look at them, run commands in their nodes.",
                   no_args_is_help=True)
@@ -59,12 +60,24 @@ def status(lab: str = typer.Option("", "--lab", "-l", envvar="LAB")) -> None:
                                             "ignore_unknown_options": True})
 def exec_(ctx: typer.Context,
           node: str = typer.Argument(..., help="node name, e.g. client"),
-          lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB")) -> None:
+          lab: str = typer.Option("", "--lab", "-l", envvar="LAB",
+                                  help="topology name (default: the one lab that is up)")) -> None:
     """Run a command inside a node: dnslab lab exec client -- dig @198.18.0.11 example.test SOA"""
     argv = list(ctx.args) or [os.environ.get("SHELL", "/bin/sh")]
-    handle = lab_engine.attach(lab or DEFAULT_LAB)
+    handle = lab_engine.attach(lab or the_lab_up())
     code = subprocess.call(handle.exec_argv(node, argv))
     sys.exit(code)
+
+
+def the_lab_up() -> str:
+    """The lab a command means when it names none: the one lab that is up."""
+    labs = lab_engine.labs_with_state()
+    if len(labs) == 1:
+        return labs[0]
+    if not labs:
+        raise LabError("no lab is up", hint="make lab up [LAB=<lab>] first")
+    raise LabError(f"{len(labs)} labs are up ({', '.join(labs)})",
+                   hint="name one: LAB=<lab> (or --lab)")
 
 
 def _print_status(rows: list[dict]) -> None:

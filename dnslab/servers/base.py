@@ -159,6 +159,13 @@ class Driver:
         """The record type of the query whose answer shows a node works (None: no daemon)."""
         return self.manifest.health_query
 
+    def config_check_argv(self, node_dir: Path) -> list[str] | None:
+        """The kind's own checker of a rendered node folder (its manifest's `config_check`);
+        None for a kind without one (a client)."""
+        if not self.manifest.config_check:
+            return None
+        return [arg.replace("{node_dir}", str(node_dir)) for arg in self.manifest.config_check]
+
     @property
     def runs_daemon(self) -> bool:
         return self.binary is not None
@@ -211,6 +218,12 @@ class Driver:
     def worker_options(self, count: int) -> dict[str, Any]:
         """Serve with `count` worker threads or processes (one per core it may use)."""
         return {}
+
+    def benchmark_options(self, cores: int) -> dict[str, Any]:
+        """What every node of this kind gets before an experiment's own options, whoever
+        brings the lab up (render.py): one worker per core the node is given and no
+        response rate limiting. Query logging is off in the templates themselves."""
+        return merge_options(self.worker_options(cores), self.no_rate_limit_options())
 
     def tuned_options(self, base: dict[str, Any], tuned: dict[str, Any]) -> dict[str, Any]:
         """An experiment's tuned settings for this kind over its base options."""

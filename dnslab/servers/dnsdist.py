@@ -14,6 +14,11 @@ class Dnsdist(Driver):
         # a front-end told to refuse everything is healthy when it refuses
         return rcode == "NOERROR" or (rcode == "REFUSED" and options.get("mode") == "refuse")
 
+    def worker_options(self, count: int) -> dict[str, Any]:
+        # a UDP listener thread per core (reusePort listeners on one address) and as many
+        # TCP worker threads (dnsdist's default is 10)
+        return {"listeners": count, "tcp_threads": count}
+
     def listener_options(self, cpus: list[int] | None) -> dict[str, Any]:
         if cpus is None:
             return {"listeners": 1, "listen_options": ""}

@@ -84,6 +84,10 @@ class Manifest:
     config_files: tuple[str, ...] = ()
     xot: bool = False
     health_query: str | None = None
+    # the kind's own configuration checker, run on a rendered node folder: argv with
+    # `{node_dir}` in place of the folder (tests/unit/test_server_configs.py runs it on
+    # every role the kind takes)
+    config_check: tuple[str, ...] = ()
 
     @property
     def server(self) -> str:
@@ -91,7 +95,7 @@ class Manifest:
         return self.variant_of or self.kind
 
 
-_TUPLE_FIELDS = {"version_command", "host_packages", "config_files", "packages",
+_TUPLE_FIELDS = {"version_command", "config_check", "host_packages", "config_files", "packages",
                  "extra_packages", "recorded_packages", "dpkg_path_excludes", "command"}
 
 

@@ -30,7 +30,9 @@ class Nsd(Driver):
         return {"tcp-count": limit} if limit else {}
 
     def worker_options(self, count: int) -> dict[str, Any]:
-        return {"server-count": count}
+        # one server process per core; SO_REUSEPORT gives each its own socket (nsd.conf(5):
+        # "only really useful if you also configure a server-count higher than 1")
+        return {"server-count": count, **({"server": {"reuseport": "yes"}} if count > 1 else {})}
 
     def payload_options(self, payload: int) -> dict[str, Any]:
         return {"server": {"ipv4-edns-size": payload}}
@@ -39,7 +41,10 @@ class Nsd(Driver):
         return {**self.no_rate_limit_options(), "tcp-count": max(100, 4 * clients)}
 
     def no_rate_limit_options(self) -> dict[str, Any]:
-        return {"server": {"rrl-ratelimit": 0}}
+        # Debian builds NSD with RRL on (200 qps per /24); both limits at 0 turn it off
+        # (nsd.conf(5): "also set the whitelist-ratelimit to 0 to disable ratelimit
+        # processing")
+        return {"server": {"rrl-ratelimit": 0, "rrl-whitelist-ratelimit": 0}}
 
     def reload_argv(self, node_dir: Path, zone: str) -> list[str]:
         return ["sh", "-c", f'kill -HUP "$(cat "{node_dir}/nsd.pid")"']

@@ -40,6 +40,13 @@ class Unbound(Driver):
         return {"in_progress": int(match.group(1)) if match else 0,
                 "failures_cached": failures}
 
+    def worker_options(self, count: int) -> dict[str, Any]:
+        return {"server": {"num-threads": count}}
+
+    def no_rate_limit_options(self) -> dict[str, Any]:
+        # Unbound's defaults (0: unlimited), written out so that the config says so
+        return {"server": {"ratelimit": 0, "ip-ratelimit": 0}}
+
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.
 

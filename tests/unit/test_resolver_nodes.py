@@ -80,7 +80,8 @@ def test_the_broken_tier_serves_its_zones_without_their_data(tmp_path, monkeypat
     assert delegated == {z.name for z in broken}
     data = resolver._lab_data(params, topo, nodes, per_node, 1, zone_set.path)
     assert data.node_options[nodes.tiers["sld-broken"]] == {
-        "server": {"rrl-ratelimit": 0}, "health_rcodes": ["SERVFAIL"]}
+        "server": {"rrl-ratelimit": 0, "rrl-whitelist-ratelimit": 0},
+        "health_rcodes": ["SERVFAIL"]}
     assert "health_rcodes" not in data.node_options[nodes.tiers["sld"]]
     assert data.node_options[nodes.resolver]["server"]["num-threads"] == 1
 
