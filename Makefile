@@ -26,7 +26,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
 endif
 
 .PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
-        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs book reproduce clean
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings bench-hosts analysis compare runs book reproduce clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
 	@scripts/setup.sh && touch $@
@@ -115,6 +115,10 @@ bench-ceilings: $(VENV)/.installed
 
 bench-dnsload: $(VENV)/.installed dnsload
 	@$(PY) -m bench.bench_dnsload --netns
+
+# the cost of the path between two lab hosts (VXLAN), on two hosts emulated here
+bench-hosts: setup dnsload
+	@$(PY) -m bench.bench_hosts
 
 clean:
 	@$(DNSLAB) lab down

@@ -16,7 +16,8 @@ from dnslab import findings
 from dnslab.errors import LabError
 from dnslab.results import is_run, read_meta
 
-RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME"}
+RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME", "HOSTS",
+            "GENERATOR_HOST", "SERVER_HOST"}
 ALIASES = {"profile": "profiles"}
 
 
@@ -32,6 +33,8 @@ class ExperimentSpec:
     plots: list[str]
     params: dict[str, Any]
     scales: dict[str, dict[str, Any]]
+    # its procedure runs with the lab split across hosts (HOSTS=); the others refuse it
+    across_hosts: bool = False
 
     @property
     def procedure_module(self) -> str:
@@ -65,7 +68,12 @@ def load_spec(name: str) -> ExperimentSpec:
                           topology=raw["topology"], procedure=raw["procedure"],
                           finding=finding, claims=list(raw.get("claims") or []),
                           plots=list(raw.get("plots") or []), params=raw["params"],
-                          scales=raw.get("scales", {}))
+                          scales=raw.get("scales", {}),
+                          across_hosts=bool(raw.get("across_hosts", False)))
+
+
+def all_specs() -> list[ExperimentSpec]:
+    return [load_spec(name) for name in known_experiments()]
 
 
 def _coerce(key: str, text: str, default: Any) -> Any:

@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from dnslab import cpus, paths
-from dnslab.counters import deltas, tables_in
+from dnslab.counters import deltas
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
@@ -103,7 +103,7 @@ def server_options(server: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
-    tables = tables_in(lab.netns(node))
+    tables = lab.tables(node)
     return {f"{name}.{key}": value for name in ("TcpExt", "Tcp")
             for key, value in tables.get(name, {}).items()}
 
