@@ -31,19 +31,17 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from analysis.claim import REPRODUCTION  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
+from analysis.report import TEMPLATES  # noqa: E402
 from analysis.rundata import Run, load_run  # noqa: E402
+from analysis.verdicts import STATUS_WORD  # noqa: E402
 from dnslab import findings, results  # noqa: E402
 from dnslab.errors import LabError  # noqa: E402
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 SLIDE_INCHES = (13.333, 7.5)  # 16:9
-STATUS_WORD = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
-               "not_applicable": "Not applicable", "incomplete": "Incomplete",
-               "error": "Error"}
 STATUS_COLOUR = {"reproduced": "#1b7837", "not_reproduced": "#b2182b",
                  "not_applicable": "#6b6b6b", "incomplete": "#b8860b", "error": "#b2182b"}
-REPRODUCTION = "reproduction"
 # CJK script (two sources are Japanese): the deck's font has no glyphs for it, and each
 # source carries an English gloss beside its title
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]+")

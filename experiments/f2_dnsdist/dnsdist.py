@@ -66,6 +66,7 @@ from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver, merge_options
+from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from dnslab.topology import Topology
 from experiments.generators import kxdpgun, perf
 from zones import queries
@@ -73,8 +74,6 @@ from zones import queries
 VARIANTS = ("ceiling", "untuned", "tuned")
 GENERATORS = ("kxdpgun", "dnsperf")
 SINK_ZONE = "sink.test."
-# a front-end reaching this share of the generator's ceiling was held back by the generator
-GENERATOR_BOUND_SHARE = 0.9
 
 
 @dataclass(frozen=True)

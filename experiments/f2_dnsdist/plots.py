@@ -23,7 +23,7 @@ def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
                  if label == "ceiling"), None)
     shown = [i for i, label in enumerate(labels) if label != "ceiling"] or list(range(len(cells)))
     tallest = max(values[i] for i in shown) * SEED_GAIN
-    if ceiling is not None and ceiling <= OFF_SCALE * max(tallest, 1.0):
+    if ceiling is not None and ceiling <= style.OFF_SCALE * max(tallest, 1.0):
         shown = list(range(len(cells)))  # close enough to the variants to be drawn as a bar
     elif ceiling is not None:
         # drawn to scale it would flatten every variant: said in the legend instead
@@ -62,4 +62,3 @@ def _offered(cell) -> float | None:
 
 
 SEED_GAIN = 1.9  # seed: ~220-232k qps with one listener -> 417-445k with 8 reusePort ones
-OFF_SCALE = 3.0  # a reference this far above the data is said in the legend, not drawn

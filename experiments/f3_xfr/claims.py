@@ -72,17 +72,16 @@ from experiments.f3_xfr.derived import (
     time_ports_used,
     tw_at,
 )
+from experiments.f3_xfr.port_range import PORT_RANGE_KEY, SEED_FAILURE_S
+from experiments.f3_xfr.port_range import SEED_STATED_PORTS as SEED_RANGE
+from experiments.f3_xfr.port_range import TW_BUCKETS_KEY as TW_KEY
 
-PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
-SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range, as the seed says
-SEED_FAILURE_S = 38.0  # the seed's first 'address not available', seconds after start
 SEED_RATE = SEED_RANGE / SEED_FAILURE_S  # ~743 new connections/s on the seed's machine
 SEED_ZONES = 30_000
 SEED_TW_BUCKETS = 1000
 # the straight line must rise by this share of the mean time across the counts below the
 # range: a flat (or falling) line gives no time per zone, and any count would look superlinear
 MIN_RISE = 0.05
-TW_KEY = "net.ipv4.tcp_max_tw_buckets"
 SHRINK_HINT = "a smaller port range on the secondary (ip_local_port_range) or more zones"
 SOURCE_30K = "seed 002, the 30k-zone cold start: log line at ~38 s and the port arithmetic"
 

@@ -19,6 +19,7 @@ from analysis import style
 from analysis.plots import plot
 from analysis.rundata import Cell, NotApplicable, Run
 from dnslab.errors import LabError
+from experiments.f3_xfr.port_range import PORT_RANGE_KEY, SEED_FAILURE_S, TW_BUCKETS_KEY
 
 
 def _each_cell(run: Run, notes: list[str], draw: Callable[[Cell, str, int], Any]) -> int:
@@ -42,10 +43,6 @@ def _legend(ax: Axes) -> None:
 
 
 SEED_SMALLEST_S = -0.354  # seed 002: the smallest zone 'served' before the secondary started
-SEED_FAILURE_S = 38.0  # seed 002: 'failed to connect: address not available' ~38 s after start
-SEED_PORTS = 28_231  # 32768-60999, the default ip_local_port_range
-PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
-TW_CAP_KEY = "net.ipv4.tcp_max_tw_buckets"
 
 
 @dataclass
@@ -224,7 +221,7 @@ def time_wait(run: Run, fig: Any, notes: list[str]) -> list[str]:
         for ports in panel.ports(run):
             ax.axhline(ports, color=style.INK, linestyle="--", linewidth=1.4,
                        label="port range the cells ran with (read back)")
-        caps = {c.sysctl(node_of[id(c)], TW_CAP_KEY) for c in panel.cells}
+        caps = {c.sysctl(node_of[id(c)], TW_BUCKETS_KEY) for c in panel.cells}
         caps = {int(v) for v in caps if v is not None and int(v) < min(panel.ports(run) or [0])}
         for cap in caps:
             ax.axhline(cap, color=style.NAMED["tw-buckets"], linestyle="-.", linewidth=1.4,

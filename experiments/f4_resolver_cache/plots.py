@@ -118,7 +118,7 @@ def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     tallest = max((y for _, y in bars.values()), default=0.0) * SEED_HIGH
     found = {q: ceilings[0].figure(f"ceiling_qps_q{q}", optional=True) for q in groups}
     values = {q: float(v) for q, v in found.items() if v is not None}
-    if values and min(values.values()) > OFF_SCALE * max(tallest, 1.0):
+    if values and min(values.values()) > style.OFF_SCALE * max(tallest, 1.0):
         # drawn to scale it would flatten every bar: said in the legend instead
         ax.plot([], [], linestyle="--", color=style.MUTED,
                 label=f"dnsperf's ceiling: {min(values.values()):,.0f}+ qps (off this scale)")
@@ -131,4 +131,3 @@ def cache_qps(run: Run, ax: Axes, notes: list[str]) -> None:
 
 
 SEED_LOW, SEED_HIGH = 2.3, 4.2  # seed: warm/cold 1,463/630 (-q 200) .. 1,204/290 (-q 100)
-OFF_SCALE = 3.0  # a reference line this far above the data is said, not drawn

@@ -42,6 +42,7 @@ from scipy.stats import mannwhitneyu
 from analysis.claim import DIRECTIONAL, TWO_SIDED, Verdict, claim, not_applicable, require
 from analysis.derived import require_paced_load_reached
 from analysis.rundata import Cell, Run
+from dnslab.thresholds import SATURATED_SHARE
 
 SOURCE = "seed 004, the DIINER study (>= 20 five-minute dnsperf TCP trials, Dunn's/Tukey's)"
 GENERATOR_REMEDY = ("a generator that offers the load: fewer reconnects (QUERIES_PER_CONN), more "
@@ -151,7 +152,7 @@ def load_condition(verdict: Verdict, base: pd.DataFrame, load: float) -> None:
                  "its cell and not in default's; " + PRECONDITION_GENERATOR + "; the default "
                  "saturated (answered < {max_share:.0%} of the recorded offered rate)",
     fails_when="no significant loss, or a gain",
-    limits={"alpha": 0.05, "min_trials": 5, "max_share": 0.97},
+    limits={"alpha": 0.05, "min_trials": 5, "max_share": SATURATED_SHARE},
 )
 def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
                    max_share: float) -> None:
@@ -187,7 +188,8 @@ def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
                  "default's listen queue overflowed (else abort_on_overflow has nothing to "
                  "act on)",
     fails_when="no significant gain, a loss, or a gain far beyond the published one",
-    limits={"low": 0.03, "high": 0.15, "alpha": 0.05, "min_trials": 5, "max_share": 0.97},
+    limits={"low": 0.03, "high": 0.15, "alpha": 0.05, "min_trials": 5,
+            "max_share": SATURATED_SHARE},
 )
 def test_abort_on_overflow(run: Run, verdict: Verdict, low: float, high: float, alpha: float,
                            min_trials: int, max_share: float) -> None:
