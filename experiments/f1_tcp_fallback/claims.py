@@ -27,9 +27,9 @@ from analysis.claim import (
 from analysis.derived import GENERATOR_BOUND_SHARE, Stair, require_below_ceiling, stair
 from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
+from experiments.f1_tcp_fallback.stairs import MIN_OFFERED_SHARE as MIN_OFFERED
 
 SOURCE_TABLE = "seed 000, stair results table (BIND 9.9.4: old records / new untuned / tuned)"
-MIN_OFFERED = 0.95  # a step offered less than this share of its target measured the generator
 
 
 def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
