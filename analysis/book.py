@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import textwrap
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -311,20 +312,39 @@ def write_deck(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
 
 def build(run_folders: list[Path] | None = None, *, results_root: Path,
           out: Path | None = None) -> Path:
-    """Build the book into a new folder (under `results_root/book/` unless `out` is given)."""
+    """Build the book into a new folder (under `results_root/book/` unless `out` is given).
+    The runs are checked first (each a run of an experiment of a finding, its summary
+    readable); a book that fails on the way leaves no folder behind."""
     folders = [Path(f) for f in run_folders] if run_folders else newest_runs(results_root)
     for folder in folders:
         if not results.is_run(folder):
             raise LabError(f"{folder} is not a run folder (no meta.json)",
                            hint="RUNS=results/<experiment>/<run-id> ...")
+        run = load_run(folder)
+        if findings.finding_of(run.experiment) is None:
+            raise LabError(f"{folder}: experiment {run.experiment!r} belongs to no finding",
+                           hint="name run folders of the lab's experiments")
+        if (folder / "summary.json").is_file():
+            _summary(folder)  # readable, or a one-line error now
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise LabError(f"{out} is not empty: a book is never written over another",
+                       hint="give a new --out folder")
+    created = out is None or not out.exists()
     target = out if out is not None else _new_folder(Path(results_root) / "book")
     target.mkdir(parents=True, exist_ok=True)
-    if any(target.iterdir()):
-        raise LabError(f"{target} is not empty: a book is never written over another",
-                       hint="give a new --out folder")
-    pages = collect(folders, target)
-    env = environment(pages)
-    write_html(pages, env, target)
-    titles = write_deck(pages, env, target)
-    (target / "slides.txt").write_text("\n".join(titles) + "\n")
+    try:
+        pages = collect(folders, target)
+        env = environment(pages)
+        write_html(pages, env, target)
+        titles = write_deck(pages, env, target)
+        (target / "slides.txt").write_text("\n".join(titles) + "\n")
+    except BaseException:
+        # half a book is no book: what was written goes (the folder too, when made here)
+        shutil.rmtree(target, ignore_errors=True)
+        if not created:
+            target.mkdir()
+        elif out is None:
+            with suppress(OSError):
+                target.parent.rmdir()  # results/book/, when this was to be its first book
+        raise
     return target

@@ -78,6 +78,41 @@ def test_a_folder_that_is_no_run_is_one_line(root: Path, tmp_path: Path) -> None
     assert "RUNS=" in (exc.value.hint or "")
 
 
+def test_a_bad_run_leaves_no_book_folder(tmp_path: Path) -> None:
+    """`make book` with a run whose summary is broken said so after making an empty book
+    folder; now the runs are checked first, and a book that fails later is removed."""
+    run = f3_fx.write_xfr_run(tmp_path / "results", "xfr-smallest",
+                              f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
+                                                records=2))
+    (run / "summary.json").write_text("{not json")
+    with pytest.raises(LabError, match="not JSON"):
+        book.build([run], results_root=tmp_path / "results")
+    assert not (tmp_path / "results" / "book").exists()
+    with pytest.raises(LabError, match="not JSON"):
+        book.build([run], results_root=tmp_path / "results", out=tmp_path / "mine")
+    assert not (tmp_path / "mine").exists()
+
+
+def test_a_book_that_fails_on_the_way_is_removed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    run = f3_fx.write_xfr_run(tmp_path / "results", "xfr-smallest",
+                              f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
+                                                records=2))
+
+    def no_deck(*args: object) -> list[str]:
+        raise LabError("the deck could not be drawn", hint="a test")
+
+    monkeypatch.setattr(book, "write_deck", no_deck)
+    with pytest.raises(LabError, match="deck"):
+        book.build([run], results_root=tmp_path / "results")
+    assert not (tmp_path / "results" / "book").exists()
+    given = tmp_path / "empty"
+    given.mkdir()
+    with pytest.raises(LabError, match="deck"):
+        book.build([run], results_root=tmp_path / "results", out=given)
+    assert given.is_dir() and not any(given.iterdir())  # as it was given
+
+
 def test_a_run_not_analysed_yet_is_analysed_first(tmp_path: Path) -> None:
     run = f3_fx.write_xfr_run(tmp_path, "xfr-smallest",
                               f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
