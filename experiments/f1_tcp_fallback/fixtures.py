@@ -4,6 +4,7 @@ answer sizes, shaped like the seed (or not) by their parameters.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +50,55 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
 
 def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
                   ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
-                  burst: bool | None = True, **stair: Any) -> CellData:
+                  burst: bool | None = True, histograms: bool = False, **stair: Any
+                  ) -> CellData:
     """A stair cell; `burst`: whether the capacity held the seed's 600 s burst (None: no
-    burst ran, as at SCALE=ci)."""
+    burst ran, as at SCALE=ci); `histograms`: each step keeps dnsload's raw output with its
+    latency histogram (`dnsload/stair-<step>.jsonl`), as the procedure does."""
     figs = dict(figures or {})
     if ceiling is not None:
         figs["generator_ceiling_qps"] = ceiling
     if burst is not None:
         figs.update({"burst_qps": capacity, "burst_passed": burst,
                      "burst_max_ms": 400.0 if burst else 3500.0})
+    rows = stair_rows(capacity, **stair)
+    files = ({f"dnsload/stair-{row[0]:02d}.jsonl": dnsload_output(
+        row[1], capacity, worst_ms=row[5], tcp_share=row[7], seed=row[0]) for row in rows}
+        if histograms else {})
     return CellData({"server": server, "records": records, "tuning": tuning}, figs,
-                    csv={"stair.csv": (STAIR_COLUMNS, stair_rows(capacity, **stair))})
+                    csv={"stair.csv": (STAIR_COLUMNS, rows)}, files=files)
+
+
+def dnsload_output(rate: float, capacity: float, *, worst_ms: float, tcp_share: float,
+                   seconds: float = 55.0, seed: int = 1) -> str:
+    """What `dnsload run` prints for a step (its `steady` line, with `lat_hist_ms`): UDP
+    answers in about a millisecond, TCP retries a round trip and a handshake later, both
+    slower as the rate nears the capacity; past 900 ms worst, the slowest are retried SYNs
+    (1 s, and 1 s + 2 s, as the seed's 3,241 ms)."""
+    rng = np.random.default_rng(seed)
+    load = min(rate / capacity, 1.5)
+    samples = 20000
+    udp = rng.lognormal(np.log(0.3 + 2 * load), 0.5, int(samples * (1 - tcp_share)))
+    tcp = rng.lognormal(np.log(1.0 + 6 * load), 0.6, int(samples * tcp_share))
+    latencies = np.concatenate([udp, tcp])
+    if worst_ms >= 900:
+        retried = max(int(samples * 0.0005), 2)
+        syn = np.where(rng.random(retried) < 0.7, 1000.0, 3000.0) + rng.exponential(30, retried)
+        latencies = np.concatenate([latencies, syn])
+    latencies = np.minimum(latencies, worst_ms)
+    latencies[np.argmax(latencies)] = worst_ms
+    edges = np.geomspace(0.001, 10_000.0, 64 * 24)  # ~1.6 % wide, as dnsload's buckets
+    counts, _ = np.histogram(latencies, bins=np.append(0.0, edges))
+    answered = int(rate * seconds)
+    scale = answered / len(latencies)
+    buckets = [[round(float(edge), 3), max(int(round(n * scale)), 1)]
+               for edge, n in zip(edges, counts, strict=True) if n]
+    quantiles = {name: round(float(np.quantile(latencies, q)), 3)
+                 for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+    steady = {"type": "steady", "seconds": seconds, "offered_qps": rate,
+              "answered_qps": rate, "sent": answered, "answered": answered, "timeouts": 0,
+              "lat_ms": {**quantiles, "max": worst_ms}, "lat_hist_ms": buckets}
+    return json.dumps({"type": "start", "rate": rate}) + "\n" + json.dumps(steady) + "\n"
 
 
 def ceiling_cell(records: str, capacity: float) -> CellData:
@@ -101,3 +140,32 @@ def seed_like_fallback_cells(before: float = 8000, after: float = 4000, tuned: f
     ]
 
 
+
+
+def full_scale_fallback_run(root: Path) -> Path:
+    """tcp-fallback at its full scale's shape: BIND 9.16 and today's BIND x record sets x
+    tunings, each stair step with dnsload's raw output and histogram, and the generator's
+    ceiling per record set. bind916's first stair runs a coarse pass above its capacity, then
+    steps from 2,000."""
+    cells = []
+    for server, (before, after, tuned) in {"bind916": (8000, 4000, 6000),
+                                           "bind": (9000, 8600, 9400)}.items():
+        version = {"server_version": "9.16.50" if server == "bind916" else "9.18.49"}
+        sizes = answer_sizes(23069, 230) if server == "bind916" else answer_sizes(9000, 0)
+        slow = ({"worst_ms": {float(r): 3241.0 for r in range(4200, 10001, 200)}}
+                if server == "bind916" else {})
+        cells += [fallback_cell(server, "before", "untuned", before, figures=version,
+                                histograms=True,
+                                first=(12000.0, 16000.0) if server == "bind916" else ()),
+                  fallback_cell(server, "before", "tuned", before * 1.1, figures=version,
+                                histograms=True),
+                  fallback_cell(server, "after", "untuned", after, figures={**version, **sizes},
+                                histograms=True, **slow),
+                  fallback_cell(server, "after", "tuned", tuned, figures={**version, **sizes},
+                                histograms=True)]
+    cells += [ceiling_cell("before", 30000), ceiling_cell("after", 30000)]
+    return write_run(root, "tcp-fallback", cells,
+                     params={"servers": ["bind916", "bind"], "seed_servers":
+                             FALLBACK_SEED_SERVERS, "truncating": 0.30, "max_tat_ms": 1000,
+                             "timeout_s": 5, "step_s": 60, "warmup_s": 5},
+                     topology={"name": "mobile", "file": "mobile.clab.yml", "nodes": {}})

@@ -11,7 +11,8 @@ import numpy as np
 from analysis.synthetic import CellData, write_run
 
 TRIAL_COLUMNS = ["trial", "load_pct", "target_qps", "qps", "sent", "lost", "avg_latency_ms",
-                 "listen_overflows"]
+                 "listen_overflows", "latency_file"]
+HISTOGRAM_COLUMNS = ["upper_s", "count"]
 
 
 CEILING_COLUMNS = ["trial", "mode", "load_pct", "target_qps", "qps", "sent"]
@@ -23,6 +24,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    node_sysctls: dict[str, dict[str, dict[str, str]]] | None = None,
                    generator_max: float | None = 1e6, sent_share: dict[str, float] | None = None,
                    per_round: bool = False, answered_share: float = 0.8,
+                   loads: tuple[int, ...] = (10, 100), histograms: bool = False,
                    **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
@@ -33,13 +35,14 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     existed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
     of it at 100 % load. `per_round`: one cell per profile and round (`profile=<p>,round=<r>`,
     as the procedure writes them since rounds are blocks) instead of one per profile; the same
-    trials either way."""
+    trials either way. `histograms`: each trial keeps its answer-latency histogram
+    (`latency-l<load>-<trial>.csv`, as dnsperf -v gives the procedure), shaped by
+    `latency_histogram`."""
     rng = np.random.default_rng(seed)
     trial_s = 30
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
                  "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"}}
     cells = []
-    loads = (10, 100)
     if generator_max is not None:
         rows = []
         for trial in (1, 2):
@@ -58,6 +61,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                               csv={"ceiling.csv": (CEILING_COLUMNS, rows)}))
     for profile in ["default", *gain]:
         rows = []
+        files: dict[str, tuple[list[str], list[list[Any]]]] = {}
         for trial in range(1, trials + 1):
             for load in loads:
                 target = 20000.0 * load / 100
@@ -67,23 +71,52 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                 latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(rng.normal(1, 0.01))
                 sent_rate = target * ((sent_share or {}).get(profile, 1.0) if load == 100
                                       else 1.0)
+                lost = int(achieved * 0.01)
+                name = f"latency-l{load}-{trial}.csv" if histograms else ""
                 rows.append([trial, load, target, round(achieved, 1), int(sent_rate * trial_s),
-                             int(achieved * 0.01), round(latency, 3),
-                             overflows if profile == "default" and load == 100 else 0])
+                             lost, round(latency, 3),
+                             overflows if profile == "default" and load == 100 else 0, name])
+                if name:
+                    files[name] = latency_histogram(latency, load, rng)
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
                          "0", **sysctl_of.get(profile, {})}}
         node = (node_sysctls or {}).get(profile, node)
         if not per_round:
             cells.append(CellData({"profile": profile}, {},
-                                  csv={"trials.csv": (TRIAL_COLUMNS, rows)}, sysctls=node))
+                                  csv={"trials.csv": (TRIAL_COLUMNS, rows), **files},
+                                  sysctls=node))
             continue
         for trial in range(1, trials + 1):
             mine = [row for row in rows if row[0] == trial]
+            kept = {row[-1]: files[row[-1]] for row in mine if row[-1]}
             cells.append(CellData({"profile": profile, "round": trial}, {},
-                                  csv={"trials.csv": (TRIAL_COLUMNS, mine)}, sysctls=node))
+                                  csv={"trials.csv": (TRIAL_COLUMNS, mine), **kept},
+                                  sysctls=node))
     return write_run(root, "tcp-sysctl", cells,
-                     params={"profiles": ["default", *gain], "trial_s": trial_s},
+                     params={"profiles": ["default", *gain], "trial_s": trial_s,
+                             "timeout_s": 2.0},
                      topology={"name": "tcp", "file": "tcpauth.clab.yml", "nodes": {
                          "auth": {"role": "primary", "server": "knot"},
                          "client": {"role": "client", "server": "tools"}}}, **kwargs)
 
+
+
+def latency_histogram(median_ms: float, load_pct: int, rng: np.random.Generator,
+                      answers: int = 20000, timeout_ms: float = 2000.0
+                      ) -> tuple[list[str], list[list[Any]]]:
+    """A trial's answer latencies as dnsperf -v's histogram (perf.LATENCY_BINS, upper edges
+    in s): around `median_ms`, wider as the load passes the capacity (queueing), with a tail
+    of retransmissions (200 ms, the minimum RTO) and retried SYNs (1 s)."""
+    from experiments.generators.perf import LATENCY_BINS
+
+    spread = 0.35 if load_pct < 100 else 0.6 + (load_pct - 100) / 100
+    body = rng.lognormal(np.log(median_ms * (1 + max(load_pct - 90, 0) / 20)), spread,
+                         answers)
+    tail = np.concatenate([200 + rng.exponential(20, answers // 200),
+                           1000 + rng.exponential(50, answers // 2000)])
+    every = np.concatenate([body, tail])
+    every = every[every < timeout_ms]  # slower: lost, never answered
+    edges = np.array([0.0, *LATENCY_BINS, np.inf])
+    counts, _ = np.histogram(every / 1000.0, bins=edges)
+    return HISTOGRAM_COLUMNS, [[f"{edge:.6g}", int(n)] for edge, n in
+                               zip([*LATENCY_BINS, float("inf")], counts, strict=True)]
