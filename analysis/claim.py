@@ -87,6 +87,12 @@ CALIBRATION = "calibration"
 LAB_CHECK = "lab_check"
 KINDS = (REPRODUCTION, CALIBRATION, LAB_CHECK)
 
+# the cases a claim's tests build (each finding's `cases.py`, CLAIM_CASES): the effect present
+# (reproduced), absent or reversed (not reproduced), its precondition unmet (not applicable)
+PRESENT, ABSENT, REVERSED, UNMET = "present", "absent", "reversed", "unmet"
+CASE_STATUS = {PRESENT: REPRODUCED, ABSENT: NOT_REPRODUCED, REVERSED: NOT_REPRODUCED,
+               UNMET: NOT_APPLICABLE}
+
 
 
 def finding_titles() -> dict[str, str]:

@@ -403,22 +403,27 @@ def test_f5_verdicts_and_statistics_pool_a_profiles_rounds(tmp_path: Path, gain,
 
 def _seed_like_runs() -> dict[str, Any]:
     """Runs where every claim of their experiment is reproduced, built as the tests above."""
-    from tests.unit import test_analysis_claims as cases
+    from experiments.f1_tcp_fallback import cases as f1_cases
+    from experiments.f2_dnsdist import cases as f2_cases
+    from experiments.f3_xfr import cases as f3_cases
+    from experiments.f4_resolver_cache import cases as f4_cases
+    from experiments.f5_tcp_sysctl import cases as f5_cases
 
     def xfr_30k_with_tls(root: Path) -> Path:
-        good = [cases.std("default"), cases.std("wide-ports"), cases.std("tw-buckets-50")]
+        good = [f3_cases.std("default"), f3_cases.std("wide-ports"),
+                f3_cases.std("tw-buckets-50")]
         tls = [f3_fx.fluid_cell({"profile": "wide-ports", "transport": t, "rep": 0,
                                  "primary": "bind", "secondary": "bind"}, 63453, rate, 3000,
                                 conns_per_zone=conns)
                for t, rate, conns in (("tcp", 400, 1.0), ("tls", 500, 0.01))]
         return f3_fx.xfr_30k(root, [*good, *tls, f3_fx.seed_calibration_cell(750)])
 
-    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": cases.tld(cases.STEADY),
-            "xfr-smallest": cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
-            "xfr-zone-sweep": cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None}),
-            "tcp-fallback": cases.f1(extra=[cases.function_cell(3, 3)]),
-            "dnsdist-listeners": cases.f2(), "resolver-cache": cases.f4(),
-            "tcp-sysctl": cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})}
+    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": f3_cases.tld(f3_cases.STEADY),
+            "xfr-smallest": f3_cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
+            "xfr-zone-sweep": f3_cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None}),
+            "tcp-fallback": f1_cases.f1(extra=[f1_cases.function_cell(3, 3)]),
+            "dnsdist-listeners": f2_cases.f2(), "resolver-cache": f4_cases.f4(),
+            "tcp-sysctl": f5_cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})}
 
 
 @pytest.mark.parametrize("experiment", sorted(_seed_like_runs()))
@@ -444,7 +449,7 @@ def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than
     And XoT "three times slower" must be slower than TCP even when it really was over 3x
     faster."""
     from analysis.altered import alter_and_judge
-    from tests.unit import test_analysis_claims as cases
+    from experiments.f3_xfr import cases as f3_cases
 
     def short_cold_start(transport: str, rate: float, conns: float) -> synthetic.CellData:
         cell = f3_fx.fluid_cell({"profile": "wide-ports", "transport": transport, "rep": 0,
@@ -458,7 +463,7 @@ def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than
         cell.csv["zones_done.csv"] = (done_columns, [[r[0] + 1.2, r[1]] for r in done])
         return cell
 
-    good = [cases.std(p) for p in ("default", "wide-ports", "tw-buckets-50")]
+    good = [f3_cases.std(p) for p in ("default", "wide-ports", "tw-buckets-50")]
     run = f3_fx.xfr_30k(tmp_path / "runs", [*good, short_cold_start("tcp", tcp_rate, 1.0),
                                             short_cold_start("tls", tls_rate, 0.01),
                                             f3_fx.seed_calibration_cell(750)])

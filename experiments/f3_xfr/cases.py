@@ -1,0 +1,166 @@
+"""F3's claim cases: runs where each claim's effect is present (reproduced), absent or
+reversed (not reproduced), or its precondition unmet (not applicable), built with this
+package's `fixtures.py`. `tests/unit/test_analysis_claims.py` collects `CLAIM_CASES` from every
+finding package and judges each run with the project's own `evaluate`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from analysis import synthetic
+from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from experiments.f3_xfr import fixtures as f3_fx
+
+# --- builders: root -> run folder ---------------------------------------------------------------
+
+def xfr(*cells: synthetic.CellData) -> Callable[[Path], Path]:
+    return lambda root: f3_fx.xfr_30k(root, list(cells))
+
+
+def std(profile: str, **kw: Any) -> synthetic.CellData:
+    ports, cap, seed = {p: (ports, cap, seed) for p, ports, cap, seed in f3_fx.STANDARD_30K}[
+        profile]
+    return f3_fx.xfr_cell(profile, kw.pop("ports", ports), tw_cap=kw.pop("tw_cap", cap),
+                         seed=seed, **kw)
+
+
+GOOD = xfr(std("default"), std("wide-ports"), std("tw-buckets-50"))
+# a kernel that frees ports after 5 s: exhaustion predicted by the port arithmetic, absent
+NO_TW = xfr(std("default", tw_lifetime=5.0), std("wide-ports"), std("tw-buckets-50"))
+# ports read back 100, the kernel really had 200: TIME_WAIT climbs past the "ceiling"
+OVER = xfr(std("default", sim_ports=200), std("wide-ports"), std("tw-buckets-50"))
+# failures long before TIME_WAIT reaches the range: another cause than the ports
+EARLY = xfr(std("default", sim_ports=40), std("wide-ports"), std("tw-buckets-50"))
+# 1,000 ports for 150 zones: the range cannot be exhausted
+WIDE = xfr(std("default", ports=1000), std("wide-ports", ports=2000),
+           std("tw-buckets-50", ports=1000))
+
+
+def cap_not_applied() -> synthetic.CellData:
+    """tcp_max_tw_buckets=50 read back, but the kernel kept every TIME_WAIT socket."""
+    cell = f3_fx.xfr_cell("tw-buckets-50", 100, seed=3)
+    cell.sysctls["sec"]["net.ipv4.tcp_max_tw_buckets"] = "50"
+    return cell
+
+
+def tld(delays: list[float], **kw: Any) -> Callable[[Path], Path]:
+    return lambda root: f3_fx.write_xfr_run(root, "xfr-tld",
+                                            f3_fx.timed_cells({"bind": delays}, **kw))
+
+
+def smallest(delays: list[float], **kw: Any) -> Callable[[Path], Path]:
+    return lambda root: f3_fx.write_xfr_run(root, "xfr-smallest",
+                                       f3_fx.timed_cells({"knot": delays}, **kw))
+
+
+def sweep(totals: dict[int, float | None], ports: int = 100) -> Callable[[Path], Path]:
+    return lambda root: f3_fx.write_xfr_run(root, "xfr-zone-sweep",
+                                            f3_fx.sweep_cells(totals, ports))
+
+
+STEADY = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]  # the seed's 10
+
+
+def sweep_deadline(totals: dict[int, float | None], deadline_s: float,
+                   ports: int = 100) -> Callable[[Path], Path]:
+    return lambda root: f3_fx.write_xfr_run(root, "xfr-zone-sweep",
+                                            f3_fx.sweep_cells(totals, ports, deadline_s))
+
+
+def seed_range(*cells: synthetic.CellData) -> Callable[[Path], Path]:
+    """An xfr-30k-zones run at the seed's scale: its calibration cells and a scaled default."""
+    default = f3_fx.fluid_cell({"transport": "tcp"}, 17000, 450, 30000)
+    return lambda root: f3_fx.xfr_30k(root, [*cells, default])
+
+
+def xot(tls_conns: float = 0.01, tls_rate: float = 500.0, tls: bool = True
+        ) -> Callable[[Path], Path]:
+    """wide-ports cold starts over TCP (one connection per zone) and TLS."""
+    cells = [f3_fx.fluid_cell({"profile": "wide-ports", "transport": "tcp", "rep": 0,
+                               "primary": "bind", "secondary": "bind"}, 63453, 400, 3000)]
+    if tls:
+        cells.append(f3_fx.fluid_cell({"profile": "wide-ports", "transport": "tls", "rep": 0,
+                                       "primary": "bind", "secondary": "bind"}, 63453,
+                                      tls_rate, 3000, conns_per_zone=tls_conns))
+    return lambda root: f3_fx.xfr_30k(root, cells)
+
+
+
+CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
+    ("F3.default.tw-ceiling", PRESENT, GOOD),
+    ("F3.default.tw-ceiling", ABSENT, NO_TW),
+    ("F3.default.tw-ceiling", REVERSED, OVER),
+    ("F3.default.tw-ceiling", UNMET, WIDE),
+    ("F3.default.connect-failures", PRESENT, GOOD),
+    ("F3.default.connect-failures", ABSENT, NO_TW),
+    ("F3.default.connect-failures", REVERSED, EARLY),
+    ("F3.default.connect-failures", UNMET, WIDE),
+    ("F3.default.failure-time", PRESENT, GOOD),
+    ("F3.default.failure-time", ABSENT, NO_TW),
+    ("F3.default.failure-time", REVERSED, EARLY),
+    ("F3.default.failure-time", UNMET, WIDE),
+    # passed by accident before: 50 ports used up in ~3 s, where the 1 Hz monitor's +-1 s
+    # makes the band 0-5 s: a failure at the start passes (CI's 250 ports ran out in 0.6 s)
+    ("F3.default.failure-time", UNMET, xfr(std("default", ports=50, rate=15.0),
+                                           std("wide-ports"), std("tw-buckets-50"))),
+    ("F3.wide-ports.no-failures", PRESENT, GOOD),
+    ("F3.wide-ports.no-failures", ABSENT, xfr(std("default"), std("wide-ports", ports=100),
+                                              std("tw-buckets-50"))),
+    ("F3.wide-ports.no-failures", UNMET, NO_TW),
+    ("F3.wide-ports.faster", PRESENT, GOOD),
+    ("F3.wide-ports.faster", ABSENT, xfr(std("default", tw_lifetime=20.0),
+                                         std("wide-ports", rate=3.0), std("tw-buckets-50"))),
+    ("F3.wide-ports.faster", UNMET, NO_TW),
+    ("F3.tw-buckets.no-failures", PRESENT, GOOD),
+    ("F3.tw-buckets.no-failures", ABSENT, xfr(std("default"), std("wide-ports"),
+                                              cap_not_applied())),
+    ("F3.tw-buckets.no-failures", UNMET, NO_TW),
+    ("F3.tw-buckets.tw-capped", PRESENT, GOOD),
+    ("F3.tw-buckets.tw-capped", ABSENT, xfr(std("default"), std("wide-ports"),
+                                            cap_not_applied())),
+    # the seed's exact condition: 28,232 ports, 30,000 zones
+    ("F3.seed-range.exhaustion", PRESENT, seed_range(f3_fx.seed_calibration_cell(750))),
+    ("F3.seed-range.exhaustion", ABSENT, seed_range(f3_fx.seed_calibration_cell(
+        750, tw_lifetime=5.0))),
+    ("F3.seed-range.exhaustion", UNMET, seed_range(f3_fx.seed_calibration_cell(447))),
+    ("F3.seed-range.exhaustion", UNMET, GOOD),  # no cell ran the seed's range
+    # XoT vs TCP: reuse and time
+    ("F3.xot.reuse", PRESENT, xot()),
+    ("F3.xot.reuse", ABSENT, xot(tls_conns=1.0, tls_rate=400)),
+    ("F3.xot.reuse", REVERSED, xot(tls_rate=200)),
+    ("F3.xot.reuse", UNMET, xot(tls=False)),
+    # F3, other experiments
+    ("F3.tld.repeatable", PRESENT, tld(STEADY)),
+    ("F3.tld.repeatable", ABSENT, tld([*STEADY[:9], 29.0])),
+    ("F3.tld.repeatable", UNMET, tld(STEADY, timing_source=None)),
+    ("F3.tld.repeatable", UNMET, tld(STEADY[:2])),
+    # passed by accident before: 3 steady repetitions (CI) are not the seed's 10
+    ("F3.tld.repeatable", UNMET, tld(STEADY[:3])),
+    ("F3.smallest.delay", PRESENT, smallest([0.02, -0.03, 0.01])),
+    ("F3.smallest.delay", ABSENT, smallest([3.0, 2.9, 3.2])),
+    ("F3.smallest.delay", UNMET, smallest([0.02, 0.01], error_s=0.5)),
+    # passed by accident before (|median| <= 0.5 s): the seed's clock artefact and a delay
+    # 45x the lab's +-0.01 s error bar
+    ("F3.smallest.delay", REVERSED, smallest([-0.354, -0.35, -0.36], error_s=0.01)),
+    ("F3.smallest.delay", ABSENT, smallest([0.45, 0.44, 0.46], error_s=0.01)),
+    ("F3.smallest.delay", PRESENT, smallest([0.012, 0.018, 0.015], error_s=0.01)),
+    ("F3.sweep.nonlinear", PRESENT, sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None})),
+    # passed by accident before (~10^6x): the two smallest counts tie or the second is faster
+    ("F3.sweep.nonlinear", UNMET, sweep({50: 10.0, 100: 10.0, 200: 20.0, 400: 40.0})),
+    ("F3.sweep.nonlinear", UNMET, sweep({50: 10.0, 100: 9.0, 200: 20.0, 400: 40.0})),
+    # ... and with a third count below the range the tie no longer hides a linear sweep
+    ("F3.sweep.nonlinear", ABSENT, sweep({50: 10.0, 100: 10.0, 200: 20.0, 400: 40.0},
+                                         ports=250)),
+    # passed by accident before: stalled at a 30 s deadline where the line predicts 40 s
+    ("F3.sweep.nonlinear", UNMET, sweep_deadline({50: 5.0, 100: 10.0, 200: 20.0, 400: None},
+                                                 30.0)),
+    ("F3.sweep.nonlinear", PRESENT, sweep_deadline({50: 5.0, 100: 10.0, 200: 20.0,
+                                                    400: None}, 120.0)),
+    ("F3.sweep.nonlinear", ABSENT, sweep({50: 5.0, 100: 10.0, 200: 20.0, 400: 40.0})),
+    # a fixed start-up cost: time per zone falls 0.6 -> 0.16 s, the margin is constant
+    ("F3.sweep.nonlinear", REVERSED, sweep({50: 30.0, 100: 35.0, 200: 45.0, 400: 65.0})),
+    ("F3.sweep.nonlinear", UNMET, sweep({20: 2.0, 40: 4.0, 80: 8.0})),
+    ("F3.sweep.nonlinear", UNMET, sweep({50: 5.0, 400: None})),
+]

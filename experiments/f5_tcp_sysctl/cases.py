@@ -1,0 +1,48 @@
+"""F5's claim cases: runs where each claim's effect is present (reproduced), absent or
+reversed (not reproduced), or its precondition unmet (not applicable), built with this
+package's `fixtures.py`. `tests/unit/test_analysis_claims.py` collects `CLAIM_CASES` from every
+finding package and judges each run with the project's own `evaluate`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from experiments.f5_tcp_sysctl import fixtures as f5_fx
+
+# --- builders: root -> run folder ---------------------------------------------------------------
+
+def f5(**kw: Any) -> Callable[[Path], Path]:
+    return lambda root: f5_fx.tcp_sysctl_run(root, **kw)
+
+
+CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85})),
+    ("F5.tso-win-divisor", ABSENT, f5(gain={"tso-win-divisor-1": 1.0})),
+    ("F5.tso-win-divisor", REVERSED, f5(gain={"tso-win-divisor-1": 1.1},
+                                        latency_gain={"tso-win-divisor-1": 0.9})),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, capped=True)),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, trials=3)),
+    ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08})),
+    ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0})),
+    ("F5.abort-on-overflow", REVERSED, f5(gain={"diiner": 0.92})),
+    # far beyond +8 % (a default at 60 %, so neither profile answers the whole load)
+    ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.5}, answered_share=0.6)),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, overflows=0)),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, capped=True)),
+    # the generator's ceiling (dnsperf against the canned responder, same run): a compared
+    # load it cannot reach, or no ceiling measured; a trial that then sent less than asked
+    # was held back by the server, and is judged
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=19000)),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=15000)),
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85},
+                                       sent_share={"tso-win-divisor-1": 0.8})),
+    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=None)),
+    ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, generator_max=19000)),
+    ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0}, generator_max=19000)),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=15000)),
+    ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, sent_share={"default": 0.8})),
+    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=None)),
+]
