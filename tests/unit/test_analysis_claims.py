@@ -29,7 +29,8 @@ from analysis.claim import (
 )
 from analysis.rundata import load_run
 from analysis.verdicts import LINE_LIMIT, STATUS_WORD, evaluate, experiment_claims, slide_line
-from dnslab.findings import all_findings
+from dnslab.experiment_spec import load_spec
+from dnslab.findings import Finding, all_findings
 from experiments.f1_tcp_fallback import fixtures as f1_fx
 from experiments.f1_tcp_fallback.cases import f1, function_cell
 from experiments.f2_dnsdist.cases import f2
@@ -39,6 +40,7 @@ from experiments.f5_tcp_sysctl.cases import f5
 from tests.fixtures import runs
 
 EXPECTED = CASE_STATUS
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def verdicts_of(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -77,17 +79,60 @@ def test_claim_verdict(tmp_path: Path, claim_id: str, case: str,
     assert "connections/s here" not in v["line"] + v["detail"]
 
 
+def claims_lacking_cases(found: list[Finding]) -> list[str]:
+    """What each finding's claims lack: every claim of its `claims.py` (imported here, so
+    nothing depends on which test ran first) and every claim its experiment files name needs
+    a case where its effect is present, one where it is absent or reversed, and (a
+    reproduction) one where its precondition is unmet, in the finding's `cases.py`."""
+    lacking = []
+    for finding in found:
+        finding.module("claims")  # registers its claims (a claim's finding is its package)
+        written = {c.id: c for c in REGISTRY.values() if c.finding == finding.id}
+        named = {c for name in finding.experiments for c in load_spec(name).claims}
+        lacking += [f"{c}: named by an experiment file, written in no claims.py"
+                    for c in sorted(named - set(written))]
+        cases_module = finding.module("cases")
+        kinds: dict[str, set[str]] = {}
+        for claim_id, case, _ in getattr(cases_module, "CLAIM_CASES", []):
+            kinds.setdefault(claim_id, set()).add(case)
+        for claim_id, spec in written.items():
+            cases = kinds.get(claim_id, set())
+            if PRESENT not in cases:
+                lacking.append(f"{claim_id} has no case where its effect is present")
+            if not cases & {ABSENT, REVERSED}:
+                lacking.append(f"{claim_id} has no case where it fails")
+            if spec.kind == REPRODUCTION and UNMET not in cases:
+                lacking.append(f"{claim_id} has no case with its precondition unmet")
+    return lacking
+
+
 def test_every_claim_has_present_absent_and_unmet_cases() -> None:
     """A claim that cannot come out 'not reproduced' is not evidence."""
-    kinds: dict[str, set[str]] = {}
-    for claim_id, case, _ in CASES:
-        kinds.setdefault(claim_id, set()).add(case)
-    for claim_id, spec in REGISTRY.items():
-        cases = kinds.get(claim_id, set())
-        assert PRESENT in cases, claim_id
-        assert cases & {ABSENT, REVERSED}, f"{claim_id} has no case where it fails"
-        if spec.kind == REPRODUCTION:
-            assert UNMET in cases, f"{claim_id} has no case with its precondition unmet"
+    found = all_findings()
+    assert found and not claims_lacking_cases(found), claims_lacking_cases(found)
+
+
+def test_the_case_guard_catches_a_claim_without_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard on its own, on the tests' example finding (X1): whole, it passes; without its
+    failing case, or without its cases.py, it names the claim."""
+    from dnslab import findings
+
+    monkeypatch.setattr(findings, "ROOTS", [(FIXTURES, "tests.fixtures")])
+    findings.refresh()
+    try:
+        example = findings.all_findings()
+        assert [f.id for f in example] == ["X1"]
+        assert claims_lacking_cases(example) == []
+        cases = example[0].module("cases")
+        assert cases is not None
+        monkeypatch.setattr(cases, "CLAIM_CASES",
+                            [c for c in cases.CLAIM_CASES if c[1] != ABSENT])
+        assert claims_lacking_cases(example) == ["X1.fast-echo has no case where it fails"]
+        monkeypatch.delattr(cases, "CLAIM_CASES")
+        assert len(claims_lacking_cases(example)) == 3
+    finally:
+        monkeypatch.undo()
+        findings.refresh()
 
 
 def test_every_claim_states_source_effect_precondition_and_failure() -> None:
