@@ -171,14 +171,26 @@ def draw(ax: Axes, series: Sequence[tuple[str, Latencies]], *, marks: Sequence[M
     ax.set_yscale("log")
     ax.set_xlim(lowest, 100.0)  # the slowest few on the left, every query at 100 %
     ax.set_ylim(top=top * 2)
-    fmt = mtick.FuncFormatter(lambda v, _: f"{v:g}")
-    ax.xaxis.set_major_formatter(fmt)
-    ax.yaxis.set_major_formatter(fmt)
+    log_ticks(ax)
     ax.grid(True, which="minor", color=style.RC["grid.color"], linewidth=0.5)
     ax.set_xlabel("slowest share of the queries (%)")
     ax.set_ylabel("response time (ms)")
     ax.legend()
     return readings
+
+
+def log_ticks(ax: Axes) -> None:
+    """Plain numbers at 1, 2, 5 x 10^n where the axis spans few decades, at 10^n where it
+    spans many (a narrow panel over five decades would overprint them)."""
+    fmt = mtick.FuncFormatter(lambda v, _: f"{v:g}")
+    width = ax.get_position().width  # a share of the figure: panels are narrower
+    for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        decades = math.log10(max(high, low) / max(min(high, low), 1e-9))
+        room = 4.0 if axis is ax.yaxis else 6.0 * width / 0.8
+        axis.set_major_locator(mtick.LogLocator(subs=(1.0, 2.0, 5.0) if decades <= room
+                                                else (1.0,)))
+        axis.set_major_formatter(fmt)
+        axis.set_minor_formatter(mtick.NullFormatter())  # "6 x 10^2" beside 1000 is noise
 
 
 def _reading(label: str, latencies: Latencies, timeout_ms: float | None) -> str:
@@ -224,10 +236,13 @@ def draw_panels(fig: Any, panels: Sequence[tuple[str, Sequence[tuple[str, Latenc
                for _, lat in series if lat.total] + [m.ms for m in marks])
     axes[0].set_xlim(lowest, 100.0)
     axes[0].set_ylim(top=top * 2)
+    for ax in axes:
+        log_ticks(ax)
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
-    fig.legend(list(seen.values()), list(seen), loc="lower center",
-               ncols=min(len(seen), 3), fontsize=12)  # placed above the footer by finish
+    # as many columns as fit the slide's width (long labels: fewer), placed by style.finish
+    fig.legend(list(seen.values()), list(seen), loc="lower center", fontsize=12,
+               ncols=min(style.legend_columns(list(seen), style.LEGEND_LINE_CHARS - 30), 3))
     return readings

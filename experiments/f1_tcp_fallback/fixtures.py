@@ -5,6 +5,7 @@ answer sizes, shaped like the seed (or not) by their parameters.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 import yaml
 
 from analysis.synthetic import CellData, write_run
+from experiments.f1_tcp_fallback.fallback_cache import CACHE_COLUMNS
 
 STAIR_COLUMNS = ["step", "target_qps", "offered_qps", "answered_qps", "passed", "max_ms",
                  "p99_ms", "tcp_share", "listen_overflows", "reasons", "udp_rcvbuf_errors",
@@ -169,3 +171,28 @@ def full_scale_fallback_run(root: Path) -> Path:
                              FALLBACK_SEED_SERVERS, "truncating": 0.30, "max_tat_ms": 1000,
                              "timeout_s": 5, "step_s": 60, "warmup_s": 5},
                      topology={"name": "mobile", "file": "mobile.clab.yml", "nodes": {}})
+
+
+def full_scale_cache_run(root: Path) -> Path:
+    """tcp-fallback-cache at its full scale's shape: the amplification over twelve record
+    counts around a 1,000-record cache, uniform and zipf lookups."""
+    counts = [250, 500, 900, 950, 1000, 1050, 1100, 1200, 1500, 2000, 3000, 4000]
+    cells = []
+    for dist, steep in (("uniform", 1.0), ("zipf", 0.4)):
+        rows = [[dist, n, 1000, 1 if n < 950 else 2 if n <= 1050 else 3, 3_600_000, 0, 0, 0.0,
+                 0.0, round(1 + max(0.0, n / 1000 - 0.95) * steep * 40, 3), 0.9]
+                for n in counts]
+        onset = next(n for n, row in zip(counts, rows, strict=True) if row[9] > 1.05)
+        cells.append(CellData({"dist": dist, "cache_size": 1000, "record_counts": counts},
+                              {"cache_size": 1000, "onset_records": onset,
+                               "max_amplification": max(row[9] for row in rows)},
+                              csv={"cache.csv": (CACHE_COLUMNS, rows)}))
+    return write_run(root, "tcp-fallback-cache", cells,
+                     params={"cache_size": 1000, "record_counts": counts,
+                             "dists": ["uniform", "zipf"]})
+
+
+def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
+    """The package's runs at their full scale's shape, for the figure layout tests."""
+    return [("tcp-fallback: BIND 9.16 and 9.18 x record sets x tunings", full_scale_fallback_run),
+            ("tcp-fallback-cache: 12 record counts, uniform and zipf", full_scale_cache_run)]

@@ -367,3 +367,9 @@ def stair_latency_percentiles(run: Run, fig: Any, notes: list[str]) -> list[str]
         fig, panels, timeout_ms=timeout, colours=colours,
         marks=[latency.Mark(limit, f"the seed's limit: every answer within {limit / 1000:g} s",
                             limit=True)])
+
+
+# what the seed published, as the legend of the plot that draws it says it (the figure
+# layout test checks each is drawn and labelled)
+PUBLISHED_IN_LEGEND = {"capacity": "24k -> 12k", "stair_latency": "1 s limit",
+                       "stair_tcp_share": "23 %", "stair_latency_percentiles": "within 1 s"}

@@ -39,7 +39,9 @@ dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
 `avg_latency_ms`, ..., plus `t_start`, `t_end` (s since the cell's monitors started),
 `server_cpu_pct` (the daemon's mean over the trial) and `server_cores_busy_pct`,
 `generator_cores_busy_pct` (monitor/cores.csv over the trial)), `<generator>-<trial>.txt`
-(raw), `monitor/<server node>.csv`, `monitor/cores.csv`.
+(raw), with dnsperf and LATENCY_HISTOGRAM=true `latency-<trial>.csv` (every answer's latency
+binned, from dnsperf -v: columns `upper_s`, `count`; kxdpgun measures no latency),
+`monitor/<server node>.csv`, `monitor/cores.csv`.
 `cell.json` figures:
 - `qps` (answers per second), `failures_per_s` (queries without answer per second),
   `offered_qps`: medians over the trials; `qps_trials`, `failures_per_s_trials`;
@@ -236,11 +238,13 @@ def _flood(cell: Cell, client: str, server: str, qfile: Path, params: dict[str, 
                 cpu=cpus.parse(placement.generator)[0], remote_mac=remote_mac,
                 batch=params["batch"])
         else:
+            histogram = (cell.path / f"latency-{trial}.csv"
+                         if params.get("latency_histogram") else None)
             result = perf.dnsperf(lab, client, lab.address(server), qfile,
                                   cell.path / f"dnsperf-{trial}.txt",
                                   duration_s=params["duration_s"], clients=params["clients"],
                                   threads=params["threads"], outstanding=params["outstanding"],
-                                  timeout_s=params["timeout_s"])
+                                  timeout_s=params["timeout_s"], latency_csv=histogram)
         t_end = time.monotonic() - monitors.t0
         if not lab.alive(server):
             raise LabError(f"{server} exited under load", hint=f"its log: {lab.log(server)}")

@@ -6,6 +6,7 @@ the cap), shrunk to 150 zones and 100 ports, and the single-transfer and sweep c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,89 @@ def seed_calibration_cell(rate: float, zones: int = 30000, *, transport: str = "
     """A calibration cold start with the seed's 32768-60999 (28,232 ports)."""
     return fluid_cell({"phase": "calibrate", "transport": transport}, 28232, rate, zones,
                       tw_lifetime=tw_lifetime)
+
+
+# --- runs at the full scale's shape, for the figure layout tests -----------------------------
+
+FULL_30K_RANGES = {"default": 100, "wide-ports": 300, "tw-buckets-1000": 100}
+
+
+def full_scale_30k_run(root: Path) -> Path:
+    """xfr-30k-zones at its full scale's shape: 3 profiles x 2 transports x 3 repetitions,
+    plus a calibration per transport. `port_range_set` is what the run chose for profiles
+    without their own range: wide-ports sets its own, so its cells ran with another range."""
+    cells: list[CellData] = []
+    for t, transport in enumerate(("tcp", "tls")):
+        cells.append(xfr_cell("default", 28232, seed=90 + t, extra={
+            "phase": "calibrate", "transport": transport}))
+        for p, (profile, ports) in enumerate(FULL_30K_RANGES.items()):
+            for rep in range(3):
+                cells.append(xfr_cell(
+                    profile, ports, seed=t * 100 + p * 10 + rep,
+                    tw_cap=50 if profile.startswith("tw-") else None,
+                    extra={"transport": transport, "rep": rep, "port_range_set": "60900 60999"}))
+    return xfr_30k(root, cells)
+
+
+TLD_REPETITIONS = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]
+
+
+def sweep_run(root: Path, totals: dict[str, dict[int, float | None]], *, ports: int = 17000,
+              deadline_s: float = 600.0, rate: float = 400.0) -> Path:
+    """An xfr-zone-sweep run with the cells the procedure writes: per secondary kind a
+    calibration cold start (the seed's range, 30,000 zones at `rate`), then one cell per
+    zone count with the procedure's parameters (kinds and nodes at both ends, transport,
+    count, the range the run chose) and its `total_time_s` (None: not done by the
+    deadline)."""
+    cells: list[CellData] = []
+    chosen = f"{60999 - ports + 1} 60999"
+    for secondary in totals:
+        ends = {"primary": "bind", "primary_node": "pri", "secondary": secondary,
+                "secondary_node": f"sec-{secondary}"}
+        calibration = fluid_cell({"phase": "calibrate", **ends, "transport": "tcp"}, 28232,
+                                 rate, 30000, duration_s=30)
+        cells.append(calibration)
+    for count in sorted({c for by_count in totals.values() for c in by_count}):
+        for secondary, by_count in totals.items():
+            if count not in by_count:
+                continue
+            params = {"profile": "default", "primary": "bind", "primary_node": "pri",
+                      "secondary": secondary, "secondary_node": f"sec-{secondary}",
+                      "zones": count, "transport": "tcp", "count": count,
+                      "port_range_set": chosen}
+            total = by_count[count]
+            cells.append(CellData(params, {
+                "zones": count, "port_range_size": ports, "total_time_s": total,
+                "deadline_s": deadline_s, "zones_served": count if total is not None
+                else count // 2}, sysctls={f"sec-{secondary}": port_sysctls(ports)}))
+    return write_xfr_run(root, "xfr-zone-sweep", cells, params={
+        "counts": sorted({c for by_count in totals.values() for c in by_count}),
+        "secondaries": list(totals), "profiles": ["default"], "deadline_s": deadline_s,
+        "port_range": "auto"})
+
+
+def full_scale_sweep_run(root: Path) -> Path:
+    """xfr-zone-sweep at its full scale's counts (1,000 to 100,000 zones) for BIND and Knot:
+    linear while the range (17,000 ports) holds, slower per zone past it, 100,000 not done
+    by the 600 s deadline."""
+    bind = {1000: 2.6, 2000: 5.1, 5000: 12.4, 10000: 25.3, 20000: 78.0, 30000: 160.0,
+            50000: 352.0, 100000: None}
+    knot = {count: (None if total is None else total * 0.8) for count, total in bind.items()}
+    return sweep_run(root, {"bind": bind, "knot": knot})
+
+
+def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
+    """The package's runs at their full scale's shape, for the figure layout tests."""
+    return [
+        ("xfr-30k-zones: 3 profiles x 2 transports x 3 repetitions, calibrations",
+         full_scale_30k_run),
+        ("xfr-tld: 10 repetitions, 3 secondaries", lambda root: write_xfr_run(
+            root, "xfr-tld", timed_cells({"bind": TLD_REPETITIONS,
+                                          "knot": [t - 6 for t in TLD_REPETITIONS],
+                                          "nsd": [t + 3 for t in TLD_REPETITIONS]}))),
+        ("xfr-smallest: 3 secondaries", lambda root: write_xfr_run(
+            root, "xfr-smallest", timed_cells({"knot": [0.012, 0.011, 0.013],
+                                               "bind": [0.02, 0.018, 0.021],
+                                               "nsd": [0.015, 0.014, 0.016]}))),
+        ("xfr-zone-sweep: 1,000-100,000 zones, SECONDARIES=bind,knot", full_scale_sweep_run),
+    ]

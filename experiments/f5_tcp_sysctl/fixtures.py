@@ -3,6 +3,7 @@ generator's ceiling."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,13 @@ def latency_histogram(median_ms: float, load_pct: int, rng: np.random.Generator,
     counts, _ = np.histogram(every / 1000.0, bins=edges)
     return HISTOGRAM_COLUMNS, [[f"{edge:.6g}", int(n)] for edge, n in
                                zip([*LATENCY_BINS, float("inf")], counts, strict=True)]
+
+
+def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
+    """tcp-sysctl at its full scale's shape (six profiles, 20 rounds, three loads, each trial
+    with its latency histogram), for the figure layout tests."""
+    return [("tcp-sysctl: 6 profiles x 20 rounds x 3 loads", lambda root: tcp_sysctl_run(
+        root, gain={"diiner": 1.02, "tso-win-divisor-1": 0.9, "auth-operator": 1.0,
+                    "ldplayer": 0.99, "esnet-10g": 1.01},
+        latency_gain={"tso-win-divisor-1": 1.3, "diiner": 0.95}, trials=20,
+        loads=(10, 100, 150), histograms=True))]
