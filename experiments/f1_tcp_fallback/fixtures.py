@@ -196,3 +196,12 @@ def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
     """The package's runs at their full scale's shape, for the figure layout tests."""
     return [("tcp-fallback: BIND 9.16 and 9.18 x record sets x tunings", full_scale_fallback_run),
             ("tcp-fallback-cache: 12 record counts, uniform and zipf", full_scale_cache_run)]
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module)."""
+    from experiments.f1_tcp_fallback import cases
+
+    return {"tcp-fallback": cases.f1(extra=[cases.function_cell(3, 3)])}

@@ -102,3 +102,12 @@ def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
             dnsdist_run(root, untuned=20000, tuned=24000, histograms=True)),
     ]
 
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module)."""
+    from experiments.f2_dnsdist import cases
+
+    return {"dnsdist-listeners": cases.f2()}

@@ -67,6 +67,7 @@ SEED_GAIN = 1.9  # seed: ~220-232k qps with one listener -> 417-445k with 8 reus
 
 
 @plot("dnsdist_latency", title="dnsdist response time percentiles by variant (dnsperf)",
+      y_from_zero=False,
       caption="dnsperf's latency histograms (-v) of each variant's trials, pooled: the slowest "
               "share of the queries (x) and how long they took at least (y), both log "
               "(dns-shotgun's way); ceiling: the same command against the sink. Queries "

@@ -262,3 +262,23 @@ def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
                                                "nsd": [0.015, 0.014, 0.016]}))),
         ("xfr-zone-sweep: 1,000-100,000 zones, SECONDARIES=bind,knot", full_scale_sweep_run),
     ]
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module); xfr-30k-zones with TCP and TLS cold starts
+    and a calibration at the seed's range, so XoT and the seed's range are judged too."""
+    from experiments.f3_xfr import cases
+
+    def xfr_30k_with_tls(root: Path) -> Path:
+        good = [cases.std("default"), cases.std("wide-ports"), cases.std("tw-buckets-50")]
+        tls = [fluid_cell({"profile": "wide-ports", "transport": t, "rep": 0,
+                           "primary": "bind", "secondary": "bind"}, 63453, rate, 3000,
+                          conns_per_zone=conns)
+               for t, rate, conns in (("tcp", 400, 1.0), ("tls", 500, 0.01))]
+        return xfr_30k(root, [*good, *tls, seed_calibration_cell(750)])
+
+    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": cases.tld(cases.STEADY),
+            "xfr-smallest": cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
+            "xfr-zone-sweep": cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None})}

@@ -115,3 +115,12 @@ def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
     """The package's runs at their full scale's shape, for the figure layout tests."""
     return [("resolver-cache: cold and warm at -q 100/200/300, 5 trials, ramps",
              full_scale_resolver_run)]
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module)."""
+    from experiments.f4_resolver_cache import cases
+
+    return {"resolver-cache": cases.f4()}

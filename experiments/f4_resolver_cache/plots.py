@@ -154,6 +154,7 @@ def wan_marks(run: Run) -> list[latency.Mark]:
 
 
 @plot("cache_latency", title="Resolver response time percentiles, cold and warm cache, by -q",
+      y_from_zero=False,
       caption="dnsperf's latency histograms (-v) of the measured passes, pooled over the "
               "trials: the slowest share of the queries (x) and how long they took at least "
               "(y), both log (dns-shotgun's way); a lower curve is faster. The emulated WAN's "

@@ -131,3 +131,12 @@ def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
                     "ldplayer": 0.99, "esnet-10g": 1.01},
         latency_gain={"tso-win-divisor-1": 1.3, "diiner": 0.95}, trials=20,
         loads=(10, 100, 150), histograms=True))]
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module)."""
+    from experiments.f5_tcp_sysctl import cases
+
+    return {"tcp-sysctl": cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})}
