@@ -12,6 +12,7 @@ because a list in this file forgot it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -29,42 +30,30 @@ from tests.unit.figure_capture import axis_labels_overprinting, render_keeping_f
 MAX_SERIES = 6
 
 
-def full_scale_runs() -> list[tuple[str, str, Callable[[Path], Path]]]:
-    """(finding id, label, builder) of every finding package's full-scale-shaped runs."""
-    found = []
-    for finding in findings.all_findings():
-        module = finding.module("fixtures")
-        builders = module.full_scale_runs() if hasattr(module, "full_scale_runs") else []
-        found += [(finding.id, label, build) for label, build in builders]
-    return found
+FINDINGS = [f.id for f in findings.all_findings()]
 
 
-def published_in_legend() -> dict[str, str]:
-    """{plot: what the seed published, as its legend says it}, from every plots.py."""
-    found: dict[str, str] = {}
-    for finding in findings.all_findings():
-        module = finding.module("plots")
-        found.update(getattr(module, "PUBLISHED_IN_LEGEND", {}))
-    return found
+def full_scale_runs(finding_id: str) -> list[tuple[str, Callable[[Path], Path]]]:
+    """(label, builder) of a finding package's full-scale-shaped runs."""
+    module = findings.finding(finding_id).module("fixtures")
+    return module.full_scale_runs() if hasattr(module, "full_scale_runs") else []
 
 
-RUNS = full_scale_runs()
+@dataclass
+class Drawn:
+    """A finding's runs and its plots as the first run that draws each drew it (a plot a run
+    does not apply to, e.g. latency percentiles of a kxdpgun flood, is left to another)."""
+
+    experiments: set[str]
+    plots: dict[str, tuple[Figure, Path]]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path]]:
-    root = tmp_path_factory.mktemp("every")
-    return [(label, build(root / "runs")) for _, label, build in RUNS]
-
-
-@pytest.fixture(scope="module")
-def drawn(runs, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, Path]]:
-    """Each plot as the first run that draws it drew it (a plot a run does not apply to,
-    e.g. latency percentiles of a kxdpgun flood, is left to another run)."""
-    root = tmp_path_factory.mktemp("drawn")
+def draw(finding_id: str, root: Path) -> Drawn:
+    experiments: set[str] = set()
     out: dict[str, tuple[Figure, Path]] = {}
-    for i, (label, folder) in enumerate(runs):
-        run = load_run(folder)
+    for i, (label, build) in enumerate(full_scale_runs(finding_id)):
+        run = load_run(build(root / "runs"))
+        experiments.add(run.experiment)
         for spec in plots.plots_for(run):
             if spec.name in out:
                 continue
@@ -74,21 +63,40 @@ def drawn(runs, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Fig
             assert rendered.png is not None and fig is not None, (
                 f"{label}: {spec.name}: {rendered.error}")
             out[spec.name] = (fig, rendered.png)
-    return out
+    return Drawn(experiments, out)
 
 
-def test_every_finding_gives_runs_of_every_experiment(runs) -> None:
-    experiments = {load_run(folder).experiment for _, folder in runs}
-    for finding in findings.all_findings():
-        missing = set(finding.experiments) - experiments
-        assert not missing, f"{finding.id}: no full_scale_runs() run of {sorted(missing)}"
+@pytest.fixture(scope="module")
+def drawing(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Drawn]:
+    """A finding's drawings, made once when a test first asks for them."""
+    root = tmp_path_factory.mktemp("every")
+    cache: dict[str, Drawn] = {}
+
+    def of(finding_id: str) -> Drawn:
+        if finding_id not in cache:
+            cache[finding_id] = draw(finding_id, root / finding_id)
+        return cache[finding_id]
+    return of
 
 
-def test_every_experiment_plot_was_drawn(drawn) -> None:
-    expected = {name for finding in findings.all_findings()
-                for experiment in finding.experiments
+@pytest.fixture(scope="module")
+def drawn(drawing) -> dict[str, tuple[Figure, Path]]:
+    """Every finding's plots, by name."""
+    return {name: found for fid in FINDINGS for name, found in drawing(fid).plots.items()}
+
+
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_finding_gives_runs_of_every_experiment(drawing, finding_id: str) -> None:
+    missing = set(findings.finding(finding_id).experiments) - drawing(finding_id).experiments
+    assert not missing, f"{finding_id}: no full_scale_runs() run of {sorted(missing)}"
+
+
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_experiment_plot_was_drawn(drawing, finding_id: str) -> None:
+    expected = {name for experiment in findings.finding(finding_id).experiments
                 for name in plots.experiment_plots(experiment)}
-    assert expected - set(drawn) == set(), sorted(expected - set(drawn))
+    assert expected - set(drawing(finding_id).plots) == set(), sorted(
+        expected - set(drawing(finding_id).plots))
 
 
 def series_count(ax) -> int:
@@ -131,16 +139,20 @@ def check_layout(name: str, fig: Figure, png: Path) -> None:
                 f"{[t.get_text() for t in ax.get_xticklabels()]}")
 
 
-def test_every_plot_is_a_readable_slide(drawn) -> None:
-    for name, (fig, png) in drawn.items():
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_plot_is_a_readable_slide(drawing, finding_id: str) -> None:
+    for name, (fig, png) in drawing(finding_id).plots.items():
         check_layout(name, fig, png)
 
 
-def test_the_published_figure_is_drawn_and_labelled(drawn) -> None:
-    published = published_in_legend()
-    assert published
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_the_published_figure_is_drawn_and_labelled(drawing, finding_id: str) -> None:
+    """Each plots.py's PUBLISHED_IN_LEGEND: {plot: what the seed published, as its legend
+    says it}."""
+    published = getattr(findings.finding(finding_id).module("plots"),
+                        "PUBLISHED_IN_LEGEND", {})
     for name, said in published.items():
-        fig, _ = drawn[name]
+        fig, _ = drawing(finding_id).plots[name]
         labels = [text.get_text() for ax in fig.axes if ax.get_legend()
                   for text in ax.get_legend().get_texts()]
         labels += [text.get_text() for leg in fig.legends for text in leg.get_texts()]
