@@ -31,7 +31,7 @@ from analysis.rundata import load_run
 from analysis.verdicts import LINE_LIMIT, STATUS_WORD, evaluate, experiment_claims, slide_line
 from dnslab.findings import all_findings
 from experiments.f1_tcp_fallback import fixtures as f1_fx
-from experiments.f1_tcp_fallback.cases import f1, function_cell
+from experiments.f1_tcp_fallback.cases import f1
 from experiments.f2_dnsdist.cases import f2
 from experiments.f3_xfr import fixtures as f3_fx
 from experiments.f3_xfr.cases import GOOD, WIDE, seed_range, smallest, std, xfr
@@ -156,17 +156,23 @@ def test_only_claims_the_experiment_file_names_run(tmp_path: Path) -> None:
 
 
 def test_function_sync_measures_every_cell_before_judging(tmp_path: Path) -> None:
-    failing = function_cell(3, 3)
-    failing.figures["function_passed"] = False
+    """Every stair cell whose function test ran at a load that held its burst is judged and
+    named; one whose burst failed is left out and said in the detail."""
+    failing = f1_fx.fallback_cell("bind916", "before", "untuned", 8000, function=(3, 3, False))
     failing.csv["function-load.csv"] = (["target_qps", "passed", "max_ms", "reasons", "note"],
-                                        [[979, False, 1060, "max TAT 1060 ms > 1000 ms", ""]])
-    lost = function_cell(3, 2)
-    lost.params["server"] = "knot"
-    v = verdicts_of(f1(extra=[failing, lost])(tmp_path))["F1.function-sync"]
+                                        [[8000, False, 1060, "max TAT 1060 ms > 1000 ms", ""]])
+    lost = f1_fx.fallback_cell("knot", "after", "untuned", 4000, function=(3, 2, True))
+    unheld = f1_fx.fallback_cell("knot", "after", "tuned", 6000, burst=False,
+                                 function=(3, 3, True))
+    run = f1_fx.fallback_run(tmp_path, [
+        failing, f1_fx.fallback_cell("bind916", "after", "untuned", 4000),
+        f1_fx.fallback_cell("bind916", "after", "tuned", 6000), lost, unheld])
+    v = verdicts_of(run)["F1.function-sync"]
     assert v["status"] == EXPECTED[ABSENT]
-    assert v["measured"] == ("bind/after/function: 3/3 synced (slowest 1.5 s), load step "
-                             "failed (max TAT 1060 ms > 1000 ms); knot/after/function: 2/3 "
+    assert v["measured"] == ("bind916/before/untuned: 3/3 synced (slowest 1.5 s), load step "
+                             "failed (max TAT 1060 ms > 1000 ms); knot/after/untuned: 2/3 "
                              "synced (slowest 1.5 s)")
+    assert "knot after/tuned: the 6,000 qps burst failed" in v["detail"]
 
 
 RESPONSE_HEADER = ["qname", "source", "size", "answer", "authority", "additional"]
@@ -206,7 +212,8 @@ def test_full_answer_judges_records_where_the_run_compared_them(tmp_path: Path) 
 
 def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:
     v = verdicts_of(f1()(tmp_path))
-    assert v["F1.capacity-drop"]["measured"] == "bind916: 8,000 -> 4,000 qps (ratio 0.50)"
+    assert v["F1.capacity-drop"]["measured"] == ("bind916: 8,000 -> 4,000 qps (ratio 0.50), both "
+                                                 "held the burst; 40 % CPU / 40 % CPU")
     assert v["F1.tcp-share"]["kind"] == CALIBRATION
 
 
