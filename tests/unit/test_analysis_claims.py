@@ -122,7 +122,7 @@ def test_good_run_reproduces_every_f3_claim_and_carries_the_warning(tmp_path: Pa
          "F3.wide-ports.no-failures", "F3.wide-ports.faster", "F3.tw-buckets.no-failures",
          "F3.tw-buckets.tw-capped"], "reproduced") | {
         # no cell ran the seed's range, no TLS cells
-        "F3.seed-range.exhaustion": "not_applicable", "F3.xot.reuse": "not_applicable"}
+        "F3.seed-range.exhaustion": "not_applicable", "F3.xot.not-slower": "not_applicable"}
     assert "100% of 100 ports" in v["F3.default.connect-failures"]["measured"]
     assert "destroys TIME_WAIT protection" in v["F3.tw-buckets.no-failures"]["note"]
     assert v["F3.tw-buckets.tw-capped"]["kind"] == CALIBRATION
@@ -264,11 +264,16 @@ def test_f3_claims_judge_every_transport_and_repetition(tmp_path: Path, claim_id
 
 def test_f3_lines_state_the_scaled_range_once(tmp_path: Path) -> None:
     v = verdicts_of(GOOD(tmp_path))
-    line = v["F3.default.failure-time"]["line"]
-    assert line.startswith("Reproduced: ports ran out "), line
+    line = v["F3.default.tw-ceiling"]["line"]
     assert "range scaled to 100 ports for " in line and "(seed: 28,231 at ~743/s)" in line
-    assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
     assert line.count("conn/s") == 1
+    # the failure time is what the range was sized for: the line says it is a mechanism check
+    line = v["F3.default.failure-time"]["line"]
+    assert line.startswith("Reproduced: mechanism check, ran out at "), line
+    assert "range sized to run out at 10 s (10 conn/s; seed: 28,231 at ~743/s)" in line, line
+    assert line.count("conn/s") == 1
+    assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
+    assert len(line) <= LINE_LIMIT
     assert "tw cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
 
 
@@ -301,18 +306,19 @@ def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
                          "4 s (seed: +1,000/min)")
 
 
-def test_smallest_delay_line_says_what_the_axfr_alone_took_by_the_log(tmp_path: Path) -> None:
-    """0.22 s from process start is the daemon's start-up: the line adds the AXFR's own span
-    from the secondary's log (BIND's ms clock; Knot's whole-second log falls back to its
+def test_smallest_delay_judges_the_axfr_by_the_secondarys_log(tmp_path: Path) -> None:
+    """0.22 s from process start is the daemon's start-up: judged is the AXFR's own span from
+    the secondary's log (BIND's ms clock; Knot's whole-second log falls back to its
     "finished, 0.00 seconds" with +-0.01 s; a repetition the log did not time is left out)."""
     cells = f3_fx.timed_cells({"bind": [0.224, 0.226, 0.225], "knot": [0.22, 0.23, 0.22]},
-                              error_s=0.007, timing_source=None)
+                              error_s=0.007, timing_source=None, log_resolution_s=None)
     columns = ["rep", "delay_s", "log_span_s", "log_resolution_s", "log_secs"]
     cells[0].csv["repetitions.csv"] = (columns, [[0, 0.224, 0.002, 0.001, 0.001],
                                                  [1, 0.226, 0.0, 0.001, 0.001],
                                                  [2, 0.225, None, 0.001, None]])
     cells[1].csv["repetitions.csv"] = (columns, [[r, 0.22, 0.0, 1.0, 0.0] for r in range(3)])
     v = verdicts_of(f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells))["F3.smallest.delay"]
-    assert v["status"] == "not_reproduced"
-    assert v["line"].endswith("the AXFR alone <= 0.002 +-0.010 s by the logs"), v["line"]
-    assert len(v["line"]) <= 140
+    assert v["status"] == "reproduced", (v["measured"], v["detail"])
+    assert v["line"] == ("Reproduced: AXFR +0.000-+0.001 s by the secondaries' logs (seed: "
+                         "-0.646..+0.354 s)"), v["line"]
+    assert "+0.225 s from process start" in v["measured"], v["measured"]

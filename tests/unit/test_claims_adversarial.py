@@ -275,9 +275,11 @@ def test_f3_tld_timer_coarser_than_the_band_is_not_applicable(tmp_path: Path) ->
     expect(run, "F3.tld.repeatable", "not_applicable")
 
 
-def test_f3_smallest_unknown_error_is_not_applicable(tmp_path: Path) -> None:
-    cells = f3_fx.timed_cells({"knot": [0.02, -0.03, 0.01]}, records=2)
-    del cells[0].figures["error_s"]
+def test_f3_smallest_axfr_the_log_did_not_time_is_not_applicable(tmp_path: Path) -> None:
+    """Repetitions whose log lines were not found (no span, no duration): the host-clock
+    delay from process start is no substitute (it holds the daemon's start-up)."""
+    cells = f3_fx.timed_cells({"knot": [0.02, -0.03, 0.01]}, records=2,
+                              log_spans={"knot": [None, None, None]})
     run = f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells)
     expect(run, "F3.smallest.delay", "not_applicable")
 
@@ -428,7 +430,9 @@ def _seed_like_runs() -> dict[str, Any]:
                for t, rate, conns in (("tcp", 400, 1.0), ("tls", 500, 0.01))]
         return f3_fx.xfr_30k(root, [*good, *tls, f3_fx.seed_calibration_cell(750)])
 
-    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": f3_cases.tld(f3_cases.STEADY),
+    return {"xfr-30k-zones": xfr_30k_with_tls,
+            "xfr-tld": f3_cases.tld(f3_cases.STEADY, records=14_000_001, bytes_=691_400_000,
+                                    messages=47_650),
             "xfr-smallest": f3_cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
             "xfr-zone-sweep": f3_cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None}),
             "tcp-fallback": f1_cases.f1(function=(3, 3, True)),
@@ -451,13 +455,11 @@ def test_altered_data_leaves_nothing_reproduced(tmp_path: Path, experiment: str)
 
 @pytest.mark.parametrize("tcp_rate,tls_rate", [(600, 900), (150, 1000)],
                          ids=["xot-a-bit-faster", "xot-over-3x-faster"])
-def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than_a_sample(
+def test_xot_three_times_slower_is_not_reproduced_however_fast_it_really_was(
         tmp_path: Path, tcp_rate: float, tls_rate: float) -> None:
     """SCALE=ci's cold start: 1000 zones in about 2 s, the monitor's first sample (0 opens)
-    before zones_done's first row (most zones already served). Opening one connection per zone
-    there is no reuse, whatever XoT's time; the alteration must count from 0 zones at t=0.
-    And XoT "three times slower" must be slower than TCP even when it really was over 3x
-    faster."""
+    before zones_done's first row (most zones already served). XoT "three times slower" must
+    be slower than TCP even when it really was over 3x faster (reuse is only reported)."""
     from analysis.altered import alter_and_judge
     from experiments.f3_xfr import cases as f3_cases
 
@@ -478,9 +480,9 @@ def test_xot_without_reuse_is_not_reproduced_when_the_cold_start_is_shorter_than
                                             short_cold_start("tls", tls_rate, 0.01),
                                             f3_fx.seed_calibration_cell(750)])
     before = {v["claim_id"]: v for v in evaluate(load_run(run))[0]}
-    assert before["F3.xot.reuse"]["status"] == "reproduced", before["F3.xot.reuse"]
+    assert before["F3.xot.not-slower"]["status"] == "reproduced", before["F3.xot.not-slower"]
     altered = alter_and_judge(run, tmp_path / "altered")
-    assert altered["F3.xot.reuse"] != "reproduced", altered
+    assert altered["F3.xot.not-slower"] != "reproduced", altered
 
 
 
