@@ -23,6 +23,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    node_sysctls: dict[str, dict[str, dict[str, str]]] | None = None,
                    generator_max: float | None = 1e6, sent_share: dict[str, float] | None = None,
                    per_round: bool = False, answered_share: float = 0.8,
+                   lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
@@ -33,11 +34,17 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     existed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
     of it at 100 % load. `per_round`: one cell per profile and round (`profile=<p>,round=<r>`,
     as the procedure writes them since rounds are blocks) instead of one per profile; the same
-    trials either way."""
+    trials either way. `lost_gain`: lost queries per profile against the default's 1 % of
+    its answers; `spread`: the trials' relative spread (qps and latency)."""
     rng = np.random.default_rng(seed)
     trial_s = 30
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
-                 "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"}}
+                 "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
+                 "tcp-sack-0": {"net.ipv4.tcp_sack": "0"},
+                 "esnet-10g": {"net.core.rmem_max": "67108864", "net.core.wmem_max": "67108864",
+                               "net.ipv4.tcp_rmem": "4096 87380 33554432"},
+                 "ldplayer": {"net.core.somaxconn": "65535",
+                              "net.ipv4.tcp_max_syn_backlog": "8388600"}}
     cells = []
     loads = (10, 100)
     if generator_max is not None:
@@ -63,15 +70,21 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                 target = 20000.0 * load / 100
                 achieved = target if capped or load == 10 else min(
                     target, answered_share * target * gain.get(profile, 1.0)
-                    * float(rng.normal(1, 0.01)))
-                latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(rng.normal(1, 0.01))
+                    * float(rng.normal(1, spread)))
+                latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(
+                    rng.normal(1, spread))
                 sent_rate = target * ((sent_share or {}).get(profile, 1.0) if load == 100
                                       else 1.0)
+                lost = achieved * 0.01 * (lost_gain or {}).get(profile, 1.0)
                 rows.append([trial, load, target, round(achieved, 1), int(sent_rate * trial_s),
-                             int(achieved * 0.01), round(latency, 3),
+                             int(lost), round(latency, 3),
                              overflows if profile == "default" and load == 100 else 0])
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
-                         "0", **sysctl_of.get(profile, {})}}
+                         "0", "net.ipv4.tcp_sack": "1", "net.core.rmem_max": "212992",
+                         "net.core.wmem_max": "212992",
+                         "net.ipv4.tcp_rmem": "4096 131072 6291456",
+                         "net.core.somaxconn": "4096",
+                         "net.ipv4.tcp_max_syn_backlog": "1024", **sysctl_of.get(profile, {})}}
         node = (node_sysctls or {}).get(profile, node)
         if not per_round:
             cells.append(CellData({"profile": profile}, {},
