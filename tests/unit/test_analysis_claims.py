@@ -28,13 +28,28 @@ from analysis.claim import (
     UNMET,
 )
 from analysis.rundata import load_run
-from analysis.verdicts import LINE_LIMIT, STATUS_WORD, evaluate, experiment_claims, slide_line
+from analysis.verdicts import (
+    LINE_LIMIT,
+    STATUS_WORD,
+    evaluate,
+    experiment_claims,
+    slide_line,
+    status_word,
+)
 from dnslab.findings import all_findings
 from experiments.f1_tcp_fallback import fixtures as f1_fx
 from experiments.f1_tcp_fallback.cases import f1
 from experiments.f2_dnsdist.cases import f2
 from experiments.f3_xfr import fixtures as f3_fx
-from experiments.f3_xfr.cases import GOOD, WIDE, seed_range, smallest, std, xfr
+from experiments.f3_xfr.cases import (
+    GOOD,
+    WIDE,
+    cap_not_applied,
+    seed_range,
+    smallest,
+    std,
+    xfr,
+)
 from experiments.f5_tcp_sysctl.cases import f5
 from tests.fixtures import runs
 
@@ -72,7 +87,7 @@ def test_claim_verdict(tmp_path: Path, claim_id: str, case: str,
         assert v["measured"], "a judged claim always says what it measured"
     # the slide's line: short, led by the status word, with every condition the lab changed
     assert len(v["line"]) <= LINE_LIMIT, v["line"]
-    assert v["line"].startswith(STATUS_WORD[v["status"]] + ": "), v["line"]
+    assert v["line"].startswith(status_word(v["status"], v["kind"]) + ": "), v["line"]
     assert all(c in v["line"] for c in v["conditions"]), (v["line"], v["conditions"])
     assert "connections/s here" not in v["line"] + v["detail"]
 
@@ -128,6 +143,25 @@ def test_good_run_reproduces_every_f3_claim_and_carries_the_warning(tmp_path: Pa
     assert v["F3.tw-buckets.tw-capped"]["kind"] == CALIBRATION
     assert {v[c]["kind"] for c in ("F3.wide-ports.no-failures", "F3.wide-ports.faster",
                                    "F3.tw-buckets.no-failures")} == {LAB_CHECK}
+
+
+def test_checks_of_the_lab_are_never_worded_as_reproductions(tmp_path: Path) -> None:
+    """A calibration or lab check that passed "holds", one that failed "fails": a slide line
+    of theirs never begins "Reproduced:" (nor "Not reproduced:")."""
+    v = verdicts_of(GOOD(tmp_path))
+    checks = {c: x for c, x in v.items() if x["kind"] != REPRODUCTION}
+    assert {x["kind"] for x in checks.values()} == {CALIBRATION, LAB_CHECK}
+    for claim_id, x in checks.items():
+        assert x["status"] == "reproduced", claim_id
+        assert not x["line"].startswith(("Reproduced", "Not reproduced")), x["line"]
+    assert v["F3.tw-buckets.tw-capped"]["line"].startswith("Calibration holds: ")
+    assert v["F3.wide-ports.no-failures"]["line"].startswith("Lab check holds: ")
+    assert v["F3.default.tw-ceiling"]["line"].startswith("Reproduced: ")
+    failed = verdicts_of(xfr(std("default"), std("wide-ports"), cap_not_applied())(
+        tmp_path / "b"))["F3.tw-buckets.tw-capped"]
+    assert failed["status"] == "not_reproduced"
+    assert failed["line"].startswith("Calibration fails: "), failed["line"]
+    assert status_word("not_applicable", LAB_CHECK) == STATUS_WORD["not_applicable"]
 
 
 def test_missing_data_file_is_a_one_line_error(tmp_path: Path) -> None:
