@@ -17,28 +17,41 @@ from experiments.f1_tcp_fallback.fallback_cache import CACHE_COLUMNS
 
 STAIR_COLUMNS = ["step", "target_qps", "offered_qps", "answered_qps", "passed", "max_ms",
                  "p99_ms", "tcp_share", "listen_overflows", "reasons", "udp_rcvbuf_errors",
-                 "udp_in_errors", "listen_drops", "client_syn_retrans", "req_q_full_drops"]
+                 "udp_in_errors", "listen_drops", "client_syn_retrans", "req_q_full_drops",
+                 "server_cpu_pct", "server_cores_busy_pct", "server_cpus"]
 
 
 def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
                worst_ms: dict[float, float] | None = None, tcp_share: float = 0.23,
                overflows: dict[float, int] | None = None,
                syn_retrans: dict[float, int] | None = None,
-               stop: float | None = None, first: tuple[float, ...] = ()
+               stop: float | None = None, first: tuple[float, ...] = (),
+               p99_ms: dict[float, float] | None = None, cpu: float | None = 40.0,
+               fail_drops: int = 0, rcvbuf: dict[float, int] | None = None
                ) -> list[list[Any]]:
     """A stair from `start` in `step`s that passes up to `capacity` and ends after two
-    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity. `first`: rates
-    run before it, in that order (a coarse pass above the capacity before a descent, as a
-    real stair runs: rows in run order, not by rate)."""
+    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity, p99 is a third
+    of it unless `p99_ms` gives it. `first`: rates run before it, in that order (a coarse
+    pass above the capacity before a descent, as a real stair runs: rows in run order, not by
+    rate). `cpu`: the server's cores' busy % at the capacity (in proportion to the rate below
+    it, at the capacity's above; None: not recorded); `fail_drops`: SYNs dropped at LISTEN
+    (and listen-queue overflows) in each failing step, `rcvbuf`: UDP receive-buffer errors
+    per rate."""
     rows = []
 
     def step_row(rate: float) -> bool:
         passed = rate <= capacity
         worst = (worst_ms or {}).get(rate, 50 + 600 * rate / capacity if passed else 1500.0)
+        p99 = (p99_ms or {}).get(rate, worst / 3)
+        busy = None if cpu is None else min(cpu * min(rate / capacity, 1.0), 100.0)
+        drops = 0 if passed else fail_drops
         rows.append([len(rows) + 1, rate, rate, rate * (1 if passed else 0.97), int(passed),
-                     round(worst, 1), round(worst / 3, 1), tcp_share,
-                     (overflows or {}).get(rate, 0), "" if passed else "max TAT", 0, 0, 0,
-                     (syn_retrans or {}).get(rate, 0), 0])
+                     round(worst, 1), round(p99, 1), tcp_share,
+                     (overflows or {}).get(rate, drops), "" if passed else "max TAT",
+                     (rcvbuf or {}).get(rate, 0), 0, drops,
+                     (syn_retrans or {}).get(rate, 0), 0,
+                     "" if busy is None else round(busy, 1),
+                     "" if busy is None else round(busy, 1), "" if cpu is None else "0"])
         return passed
 
     for rate in first:
@@ -52,23 +65,40 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
 
 def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
                   ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
-                  burst: bool | None = True, histograms: bool = False, **stair: Any
-                  ) -> CellData:
+                  burst: bool | None = True, function: tuple[int, int, bool] | None = None,
+                  cpu: float | None = 40.0, burst_drops: int = 0, histograms: bool = False,
+                  **stair: Any) -> CellData:
     """A stair cell; `burst`: whether the capacity held the seed's 600 s burst (None: no
-    burst ran, as at SCALE=ci); `histograms`: each step keeps dnsload's raw output with its
-    latency histogram (`dnsload/stair-<step>.jsonl`), as the procedure does."""
+    burst ran, as at SCALE=ci; its `burst.csv` row has the server's `cpu` busy % and
+    `burst_drops` SYNs dropped); `function`: (changes, synced, load passed) of the function
+    test run at the capacity, as `fallback.py` records it (None: none ran); `histograms`:
+    each step keeps dnsload's raw output with its latency histogram
+    (`dnsload/stair-<step>.jsonl`), as the procedure does."""
     figs = dict(figures or {})
     if ceiling is not None:
         figs["generator_ceiling_qps"] = ceiling
+    rows = stair_rows(capacity, cpu=cpu, **stair)
+    files = {"stair.csv": (STAIR_COLUMNS, rows)}
     if burst is not None:
         figs.update({"burst_qps": capacity, "burst_passed": burst,
                      "burst_max_ms": 400.0 if burst else 3500.0})
-    rows = stair_rows(capacity, **stair)
-    files = ({f"dnsload/stair-{row[0]:02d}.jsonl": dnsload_output(
+        busy = "" if cpu is None else cpu
+        files["burst.csv"] = (STAIR_COLUMNS, [[
+            1, capacity, capacity, capacity * (1 if burst else 0.97), int(burst),
+            400.0 if burst else 3500.0, 120.0, stair.get("tcp_share", 0.23), burst_drops,
+            "" if burst else "max TAT", 0, 0, burst_drops, 0, 0, busy, busy,
+            "" if cpu is None else "0"]])
+    if function is not None:
+        changes, synced, passed = function
+        figs.update({"function_qps": capacity, "function_passed": passed,
+                     "function_max_ms": 300.0 if passed else 1060.0,
+                     "function_changes": changes, "function_synced": synced,
+                     "function_sync_max_s": 1.5})
+    raw = ({f"dnsload/stair-{row[0]:02d}.jsonl": dnsload_output(
         row[1], capacity, worst_ms=row[5], tcp_share=row[7], seed=row[0]) for row in rows}
         if histograms else {})
     return CellData({"server": server, "records": records, "tuning": tuning}, figs,
-                    csv={"stair.csv": (STAIR_COLUMNS, rows)}, files=files)
+                    csv=files, files=raw)
 
 
 def dnsload_output(rate: float, capacity: float, *, worst_ms: float, tcp_share: float,
@@ -204,4 +234,4 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
     'present' runs (cases.py beside this module)."""
     from experiments.f1_tcp_fallback import cases
 
-    return {"tcp-fallback": cases.f1(extra=[cases.function_cell(3, 3)])}
+    return {"tcp-fallback": cases.f1(function=(3, 3, True))}

@@ -97,8 +97,10 @@ def xfr_cell(profile: str, ports: int, *, tw_cap: int | None = None, seed: int =
 
 
 def xfr_30k(root: Path, cells: list[CellData], **kwargs: Any) -> Path:
+    # the default's 100 ports at ~10 transfers/s run out at ~10 s: the range "sized" for it
     return write_xfr_run(root, "xfr-30k-zones", cells,
-                     params={"zones": 150, "deadline_s": 40, "secondary": "bind"}, **kwargs)
+                     params={"zones": 150, "deadline_s": 40, "secondary": "bind",
+                             "failure_at_s": 10.0}, **kwargs)
 
 
 STANDARD_30K = [("default", 100, None, 1), ("wide-ports", 300, None, 2),
@@ -109,29 +111,67 @@ def standard_30k_cells() -> list[CellData]:
     return [xfr_cell(p, ports, tw_cap=cap, seed=seed) for p, ports, cap, seed in STANDARD_30K]
 
 
+REPETITION_COLUMNS = ["rep", "delay_s", "error_s", "log_span_s", "log_resolution_s",
+                      "log_secs"]
+
+
 def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float = 0.03,
                 records: int = 140000, timing_source: str | None = "transfer-log",
-                ) -> list[CellData]:
+                log_spans: dict[str, list[float | None]] | None = None,
+                log_resolution_s: float | None = 0.001, bytes_: int | None = None,
+                messages: int | None = None) -> list[CellData]:
+    """One cell per secondary with its repetitions' times (`delays_s`) and, unless
+    `log_resolution_s` is None, a `repetitions.csv` whose AXFRs the secondary's log timed:
+    `log_spans` (default: the delays themselves) at that log clock (1 s: the daemon's own
+    duration in `log_secs`, as Knot's log has whole seconds)."""
     cells = []
     for secondary, delays in delays_by_secondary.items():
         figures: dict[str, Any] = {"records": records, "repetitions": len(delays),
                                    "delays_s": delays, "error_s": error_s}
         if timing_source:
             figures["timing_source"] = timing_source
+        if bytes_ is not None:
+            figures.update({"bytes": bytes_, "messages": messages})
+        files = {}
+        if log_resolution_s is not None:
+            spans = (log_spans or {}).get(secondary, list(delays))
+            fine = log_resolution_s <= 0.01
+            files["repetitions.csv"] = (REPETITION_COLUMNS, [
+                [i, d, error_s, span if fine else (0.0 if span is not None else None),
+                 log_resolution_s, None if fine else span]
+                for i, (d, span) in enumerate(zip(delays, spans, strict=True))])
         # as xfr_single's cells: the secondary's kind and its node
         cells.append(CellData({"secondary": secondary, "secondary_node": f"sec-{secondary}"},
-                              figures))
+                              figures, csv=files))
     return cells
 
 
 def sweep_cells(totals: dict[int, float | None], ports: int = 100,
-                deadline_s: float = 600.0) -> list[CellData]:
-    return [CellData({"profile": "default", "zones": z},
-                     {"zones": z, "port_range_size": ports, "total_time_s": t,
-                      "deadline_s": deadline_s})
-            for z, t in totals.items()]
+                deadline_s: float = 600.0, *, failures: int | None = None,
+                tw_peak: float | None = None,
+                control: float | None | bool = False) -> list[CellData]:
+    """xfr-zone-sweep cells of profile default, one per zone count; the largest count's
+    `connect_failures` (default: 25 when it is above the range, else 0) and TIME_WAIT peak
+    (default: the range when above it, else its count); `control`: the wide-ports cell at the
+    largest count with that total time (None: stalled; False: no control cell)."""
+    largest = max(totals)
 
+    def cell(profile: str, zones: int, total: float | None, range_: int) -> CellData:
+        above = zones > range_
+        fails = failures if failures is not None and zones == largest else (
+            25 if above and profile == "default" else 0)
+        peak = tw_peak if tw_peak is not None and zones == largest else float(
+            min(zones, range_))
+        return CellData({"profile": profile, "zones": zones},
+                        {"zones": zones, "port_range_size": range_, "total_time_s": total,
+                         "deadline_s": deadline_s, "connect_failures": fails,
+                         "tw_peak": peak})
 
+    cells = [cell("default", z, t, ports) for z, t in totals.items()]
+    if control is not False:
+        cells.append(cell("wide-ports", largest, None if control is None else float(control),
+                          63453))
+    return cells
 
 
 def fluid_cell(params: dict[str, Any], ports: int, rate: float, zones: int, *,
@@ -279,6 +319,8 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
                for t, rate, conns in (("tcp", 400, 1.0), ("tls", 500, 0.01))]
         return xfr_30k(root, [*good, *tls, seed_calibration_cell(750)])
 
-    return {"xfr-30k-zones": xfr_30k_with_tls, "xfr-tld": cases.tld(cases.STEADY),
+    return {"xfr-30k-zones": xfr_30k_with_tls,
+            "xfr-tld": cases.tld(cases.STEADY, records=14_000_001, bytes_=691_400_000,
+                                 messages=47_650),
             "xfr-smallest": cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
             "xfr-zone-sweep": cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None})}

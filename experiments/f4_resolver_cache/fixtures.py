@@ -31,14 +31,17 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
                  trials: dict[tuple[str, int], list[float]] | None = None,
                  generator_max: float | None = 1e6,
                  ramps: dict[str, tuple[float, float]] | None = None,
+                 slowest_ms: float | dict[tuple[str, int], float] | None = 4900.0,
                  histograms: bool = False, **kwargs: Any) -> Path:
     """A resolver-cache run with one cell per (cache, -q) answering `qps`; `generator_max`:
     dnsperf's ceiling at every -q in the run's `phase=ceiling` cell (None: no ceiling cell,
     as in runs before it existed); `ramps`: a resperf ramp cell per cache state, {cache:
     (the ramp's top, the resolver's capacity)}: responses follow the offered rate up to the
-    capacity and stay there. `histograms`: each trial's pass keeps `trials.csv`'s row and
-    its answer-latency histogram (`latency-<trial>.csv`, as dnsperf -v gives the procedure),
-    over the experiment file's emulated WAN."""
+    capacity and stay there. Each pass runs `sent / qps` seconds and its slowest answer takes
+    `slowest_ms` (the seed's: 4.8-5.0 s; a {(cache, -q): ms} for some passes; None: not
+    recorded). `histograms`: each trial's pass keeps `trials.csv`'s row and its
+    answer-latency histogram (`latency-<trial>.csv`, as dnsperf -v gives the procedure), over
+    the experiment file's emulated WAN."""
     cells = []
     if generator_max is not None:
         cells.append(resolver_ceiling(generator_max, tuple(sorted({q for _, q in qps}))))
@@ -49,6 +52,10 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
             "avg_latency_ms": cold_latency_ms if cache == "cold" else 40.0}
         if generator_cpu is not None:
             figures["generator_cpu_pct"] = generator_cpu
+        slowest = (slowest_ms.get((cache, q), 4900.0) if isinstance(slowest_ms, dict)
+                   else slowest_ms)
+        if slowest is not None and value > 0:
+            figures.update({"run_time_s": round(sent / value, 3), "max_latency_ms": slowest})
         if trials and (cache, q) in trials:
             figures["qps_trials"] = trials[(cache, q)]
         csv: dict[str, tuple[list[str], list[list[Any]]]] = {}

@@ -25,6 +25,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    node_sysctls: dict[str, dict[str, dict[str, str]]] | None = None,
                    generator_max: float | None = 1e6, sent_share: dict[str, float] | None = None,
                    per_round: bool = False, answered_share: float = 0.8,
+                   lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
                    **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
@@ -36,13 +37,19 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     existed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
     of it at 100 % load. `per_round`: one cell per profile and round (`profile=<p>,round=<r>`,
     as the procedure writes them since rounds are blocks) instead of one per profile; the same
-    trials either way. `histograms`: each trial keeps its answer-latency histogram
-    (`latency-l<load>-<trial>.csv`, as dnsperf -v gives the procedure), shaped by
-    `latency_histogram`."""
+    trials either way. `lost_gain`: lost queries per profile against the default's 1 % of
+    its answers; `spread`: the trials' relative spread (qps and latency). `histograms`: each
+    trial keeps its answer-latency histogram (`latency-l<load>-<trial>.csv`, as dnsperf -v
+    gives the procedure), shaped by `latency_histogram`."""
     rng = np.random.default_rng(seed)
     trial_s = 30
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
-                 "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"}}
+                 "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
+                 "tcp-sack-0": {"net.ipv4.tcp_sack": "0"},
+                 "esnet-10g": {"net.core.rmem_max": "67108864", "net.core.wmem_max": "67108864",
+                               "net.ipv4.tcp_rmem": "4096 87380 33554432"},
+                 "ldplayer": {"net.core.somaxconn": "65535",
+                              "net.ipv4.tcp_max_syn_backlog": "8388600"}}
     cells = []
     if generator_max is not None:
         rows = []
@@ -68,19 +75,24 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                 target = 20000.0 * load / 100
                 achieved = target if capped or load == 10 else min(
                     target, answered_share * target * gain.get(profile, 1.0)
-                    * float(rng.normal(1, 0.01)))
-                latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(rng.normal(1, 0.01))
+                    * float(rng.normal(1, spread)))
+                latency = 2.0 * (latency_gain or {}).get(profile, 1.0) * float(
+                    rng.normal(1, spread))
                 sent_rate = target * ((sent_share or {}).get(profile, 1.0) if load == 100
                                       else 1.0)
-                lost = int(achieved * 0.01)
+                lost = achieved * 0.01 * (lost_gain or {}).get(profile, 1.0)
                 name = f"latency-l{load}-{trial}.csv" if histograms else ""
                 rows.append([trial, load, target, round(achieved, 1), int(sent_rate * trial_s),
-                             lost, round(latency, 3),
+                             int(lost), round(latency, 3),
                              overflows if profile == "default" and load == 100 else 0, name])
                 if name:
                     files[name] = latency_histogram(latency, load, rng)
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
-                         "0", **sysctl_of.get(profile, {})}}
+                         "0", "net.ipv4.tcp_sack": "1", "net.core.rmem_max": "212992",
+                         "net.core.wmem_max": "212992",
+                         "net.ipv4.tcp_rmem": "4096 131072 6291456",
+                         "net.core.somaxconn": "4096",
+                         "net.ipv4.tcp_max_syn_backlog": "1024", **sysctl_of.get(profile, {})}}
         node = (node_sysctls or {}).get(profile, node)
         if not per_round:
             cells.append(CellData({"profile": profile}, {},
@@ -139,4 +151,8 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
     'present' runs (cases.py beside this module)."""
     from experiments.f5_tcp_sysctl import cases
 
-    return {"tcp-sysctl": cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})}
+    # every F5 claim's effect present: 20 tight trials
+    return {"tcp-sysctl": cases.f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08,
+                                         "tcp-sack-0": 1.0, "esnet-10g": 1.0},
+                                   latency_gain={"diiner": 0.95, "tcp-sack-0": 1.015},
+                                   lost_gain={"diiner": 0.02}, trials=20, spread=0.003)}
