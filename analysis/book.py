@@ -36,7 +36,7 @@ from analysis.claim import REPRODUCTION  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
 from analysis.report import TEMPLATES  # noqa: E402
 from analysis.rundata import Run, load_run  # noqa: E402
-from analysis.verdicts import STATUS_WORD  # noqa: E402
+from analysis.verdicts import status_word  # noqa: E402
 from dnslab import findings, results  # noqa: E402
 from dnslab.errors import LabError  # noqa: E402
 
@@ -87,7 +87,8 @@ def line_of(verdict: dict[str, Any]) -> str:
     if verdict.get("line"):
         return str(verdict["line"])
     said = verdict.get("measured") or verdict.get("detail") or ""
-    return f"{STATUS_WORD.get(verdict['status'], verdict['status'])}: {said}".strip()
+    word = status_word(verdict["status"], verdict.get("kind", REPRODUCTION))
+    return f"{word}: {said}".strip()
 
 
 def newest_runs(root: Path) -> list[Path]:

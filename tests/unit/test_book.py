@@ -64,6 +64,14 @@ def test_checks_of_the_lab_are_apart_from_reproductions(root: Path, tmp_path: Pa
     assert all(v["kind"] == "reproduction" for v in pages["F3"].verdicts(reproductions=True))
 
 
+def test_an_older_summarys_check_is_not_worded_as_a_reproduction() -> None:
+    """A summary from before verdicts had a slide line: the line is made from the status, and
+    a lab check that held says so, not "Reproduced"."""
+    check = {"status": "reproduced", "kind": "lab_check", "measured": "no failure"}
+    assert book.line_of(check) == "Lab check holds: no failure"
+    assert book.line_of({"status": "reproduced", "measured": "x"}) == "Reproduced: x"
+
+
 def test_a_book_is_never_written_over_another(root: Path, tmp_path: Path) -> None:
     first = book.build(results_root=root)
     second = book.build(results_root=root)
