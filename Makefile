@@ -12,7 +12,10 @@ PY := $(VENV)/bin/python
 DNSLAB := $(VENV)/bin/dnslab
 LAB ?=
 RUNTIME ?= auto
-export LAB RUNTIME
+HOSTS ?=
+GENERATOR_HOST ?=
+SERVER_HOST ?=
+export LAB RUNTIME HOSTS GENERATOR_HOST SERVER_HOST
 
 # `make lab up`: the word after `lab` is the action, not a target of its own.
 ifeq (lab,$(firstword $(MAKECMDGOALS)))

@@ -23,8 +23,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from dnslab.cpus import parse
 from dnslab.nsenter import in_netns
 
@@ -202,6 +200,10 @@ def _windows(t: Sequence[float], values: Sequence[float],
              window_s: float) -> Iterator[tuple[float, float]]:
     """(seconds, increase) of a cumulative counter over every window of at most `window_s`
     that starts at a sample and ends at the last sample inside it."""
+    # imported here: a lab host runs the sampling half of this module with Debian's python3
+    # and its few packages (dnslab.hostcmd), without numpy
+    import numpy as np
+
     order = np.argsort(np.asarray(t, dtype=float), kind="stable")
     times = np.asarray(t, dtype=float)[order]
     vals = np.asarray(values, dtype=float)[order]

@@ -18,13 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnslab import probe, render, servers, topology, wan
+from dnslab import multihost, probe, render, servers, topology, wan
 from dnslab.errors import LabError
+from dnslab.hosts import Host, Inventory
 from dnslab.node import LabNode
+from dnslab.processes import pid_alive
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
 from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
-from dnslab.runtime.netns import pid_alive
 from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
@@ -105,6 +106,23 @@ class Lab:
     def netns(self, node: str) -> str:
         return self.state.nodes[node].netns
 
+    def host(self, node: str) -> Host:
+        """The machine a node runs on (this one, unless the lab is split across hosts)."""
+        return self.state.host(node)
+
+    def ask(self, from_node: str, server: str, name: str, rdtype: str = "SOA",
+            timeout: float = 1.0, tcp: bool = False, **options: object) -> probe.Answer | None:
+        """A query sent from inside `from_node` to a lab address, on whichever host the node
+        runs; None when nothing answered."""
+        host = self.host(from_node)
+        if host.local:
+            return probe.try_query_in(self.netns(from_node), server, name, rdtype, timeout,
+                                      tcp=tcp, **options)
+        probe.check_lab_address(server)
+        found = host.call("query", netns=self.netns(from_node), server=server, name=name,
+                          rdtype=rdtype, timeout=timeout, tcp=tcp, options=options)
+        return probe.answer_from_dict(found) if found else None
+
     def address(self, node: str) -> str:
         return self.state.nodes[node].address
 
@@ -142,8 +160,12 @@ class Lab:
 
     def query(self, from_node: str, to_node: str, name: str, rdtype: str = "SOA",
               tcp: bool = False, timeout: float = 2.0) -> probe.Answer:
-        return probe.query_in(self.netns(from_node), self.address(to_node), name, rdtype,
-                              timeout, tcp)
+        """A query from one node to another; a LabError when nothing answers."""
+        answer = self.ask(from_node, self.address(to_node), name, rdtype, timeout, tcp=tcp)
+        if answer is None:
+            raise LabError(f"{to_node} did not answer {name} {rdtype} from {from_node} within "
+                           f"{timeout:g} s", hint=f"its log: {self.log(to_node)}")
+        return answer
 
     def wait_healthy(self, nodes: Iterable[str] | None = None,
                      timeout: float = HEALTH_TIMEOUT_S) -> dict[str, float]:
@@ -204,11 +226,20 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
 
 
 def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
-       hold: Iterable[str] = (), wait: bool = True, quiet: bool = False) -> Lab:
+       hold: Iterable[str] = (), wait: bool = True, quiet: bool = False,
+       inventory: Inventory | None = None, generator_host: str = "",
+       server_host: str = "") -> Lab:
     """Render and start a lab (a lab name or file, or a topology parsed already, as a run
-    passes its own); on any failure or Ctrl-C, tear it down before raising."""
+    passes its own); on any failure or Ctrl-C, tear it down before raising. With an
+    `inventory` the lab is split across its hosts (`dnslab.multihost`): the client on
+    `generator_host`, the servers on `server_host`, unless a node's `dnslab.host` label says."""
     topo = lab if isinstance(lab, Topology) else topology.load(lab)
+    if inventory is not None and runtime == "auto":
+        runtime = "netns"
     chosen = get_runtime(runtime, topo, quiet=quiet)
+    if inventory is not None and chosen.name != "netns":
+        raise LabError(f"a lab across hosts runs on the netns runtime for now, not {chosen.name}",
+                       hint="RUNTIME=netns with HOSTS=")
     clear_stale(topo.name, quiet=quiet)
     existing = LabState.load(topo.name)
     if existing is not None or chosen.leftovers(topo.name):
@@ -221,9 +252,17 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     out.mkdir(parents=True, exist_ok=True)
     data = data or render.reference_data(topo, out)
     rendered = render.render(topo, data, out)
-    chosen.preflight(rendered)
     state = _new_state(rendered, chosen)
-    state.save()
+    if inventory is None:
+        chosen.preflight(rendered)
+        state.save()
+    else:
+        state.save()  # first, so what a failed preparation created is torn down from it
+        try:
+            multihost.prepare(rendered, state, inventory, generator_host, server_host)
+        except BaseException:
+            _destroy(topo.name, chosen)
+            raise
     handle = Lab(rendered, state, chosen)
     held = set(hold)
     primaries = [n for n, node in topo.nodes.items() if node.role == "primary" and n not in held]
@@ -247,6 +286,10 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
             if name not in state.nodes:
                 raise LabError(f"wan names node {name!r}, which lab {topo.name!r} does not have",
                                hint="nodes: " + ", ".join(state.nodes))
+            if not state.host(name).local:
+                raise LabError(f"WAN emulation on node {name!r}, which runs on host "
+                               f"{state.nodes[name].host!r}: not yet across hosts",
+                               hint="place the node on this machine (its dnslab.host label)")
             handle.wan[name] = wan.apply(rendered.root, name, state.nodes[name].netns,
                                          wan.parse(name, spec), seed=index)
     except BaseException:
@@ -276,6 +319,7 @@ def _destroy(lab: str, runtime: Runtime) -> list[str]:
     removed += runtime.destroy(lab)
     state = LabState.load(lab)
     if state is not None:
+        state.hosts_handle().close()  # the ssh connections of a lab across hosts
         state.file.unlink()
     return removed
 
@@ -355,7 +399,7 @@ def status(lab: str | None = None) -> list[dict]:
                 answer = handle.node(node.name).ask_health(node.health, timeout=0.5)
             rows.append({
                 "lab": name, "node": node.name, "role": node.role, "server": node.server,
-                "address": node.address, "runtime": state.runtime,
+                "address": node.address, "runtime": state.runtime, "host": node.host,
                 "state": "-" if alive is None else ("running" if alive else "stopped"),
                 "health": "-" if alive is None else (answer.rcode if answer else "no answer"),
             })

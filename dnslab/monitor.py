@@ -18,7 +18,9 @@ import csv
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
+from typing import IO, Any
 
 import psutil
 
@@ -30,6 +32,10 @@ COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
            "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total", "syn_retrans",
            "req_q_full_drops"]
+
+def _output(out: Path | None, stream: IO[str] | None) -> Any:
+    return open(out, "w", newline="") if out is not None else nullcontext(stream)
+
 
 class _ProcessTree:
     """CPU % and RSS of a daemon and its children (nsd forks workers). The pid is asked for
@@ -64,9 +70,10 @@ class _ProcessTree:
 class NodeMonitor:
     """Samples one node every `interval` seconds into a CSV file until stopped."""
 
-    def __init__(self, node: str, netns: str, pid: Callable[[], int | None], out: Path,
-                 interval: float = 1.0, t0: float | None = None):
+    def __init__(self, node: str, netns: str, pid: Callable[[], int | None], out: Path | None,
+                 interval: float = 1.0, t0: float | None = None, stream: IO[str] | None = None):
         self.node, self.netns, self.pid, self.out = node, netns, pid, out
+        self.stream = stream  # rows go here instead of `out` (a lab host's monitor: stdout)
         self.interval = interval
         self.t0 = t0 if t0 is not None else time.monotonic()
         self.stop_event = threading.Event()
@@ -75,7 +82,8 @@ class NodeMonitor:
         self.error: BaseException | None = None
 
     def start(self) -> None:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
+        if self.out is not None:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
         self.thread.start()
 
     def stop(self) -> None:
@@ -90,7 +98,7 @@ class NodeMonitor:
 
     def _loop(self) -> None:
         tree = _ProcessTree(self.pid)
-        with open(self.out, "w", newline="") as handle:
+        with _output(self.out, self.stream) as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
             tick = time.monotonic()
@@ -108,15 +116,17 @@ class NodeMonitor:
 class CoreMonitor:
     """Samples every core's busy share every `interval` seconds into a CSV file."""
 
-    def __init__(self, out: Path, interval: float = 1.0, t0: float | None = None):
-        self.out, self.interval = out, interval
+    def __init__(self, out: Path | None, interval: float = 1.0, t0: float | None = None,
+                 stream: IO[str] | None = None):
+        self.out, self.interval, self.stream = out, interval, stream
         self.t0 = t0 if t0 is not None else time.monotonic()
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="monitor-cores", daemon=True)
         self.rows = 0
 
     def start(self) -> None:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
+        if self.out is not None:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
         self.thread.start()
 
     def stop(self) -> None:
@@ -126,7 +136,7 @@ class CoreMonitor:
     def _loop(self) -> None:
         sampler = CoreSampler()
         columns = ["t", *(f"cpu{c}" for c in sorted(sampler.last))]
-        with open(self.out, "w", newline="") as handle:
+        with _output(self.out, self.stream) as handle:
             writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
             tick = time.monotonic()

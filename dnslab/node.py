@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Protocol
 
 from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.servers.base import Driver, LogFollower
-from dnslab.wait import wait_until
+from dnslab.wait import WaitTimeout, wait_until
 
 
 class NodeHost(Protocol):
@@ -39,6 +40,10 @@ class NodeHost(Protocol):
     def netns(self, node: str) -> str: ...
 
     def address(self, node: str) -> str: ...
+
+    def ask(self, from_node: str, server: str, name: str, rdtype: str = "SOA",
+            timeout: float = 1.0, tcp: bool = False,
+            **options: object) -> probe.Answer | None: ...
 
 
 class LabNode:
@@ -103,13 +108,15 @@ class LabNode:
         rdtype = self.driver.health_query
         if rdtype is None:
             return None
-        return probe.try_query_in(self.host.netns(self.name), self.host.address(self.name),
-                                  zone, rdtype, timeout=timeout)
+        return self.host.ask(self.name, self.host.address(self.name), zone, rdtype,
+                             timeout=timeout)
 
     def version(self, from_node: str) -> str | None:
         """What the server says it is (`version.bind CH TXT`, asked from `from_node`, the
         lab's client), or None if it will not say."""
-        return probe.server_version(self.host.netns(from_node), self.host.address(self.name))
+        answer = self.host.ask(from_node, self.host.address(self.name), "version.bind", "TXT",
+                               timeout=2.0, rdclass="CH", edns=False)
+        return answer.texts[0] if answer and answer.texts else None
 
     def wait_for_log(self, pattern: str | re.Pattern[str], timeout: float,
                      since: int = 0) -> str:
@@ -136,8 +143,19 @@ class LabNode:
     def wait_for_serial(self, zone: str, serial: int, timeout: float, from_node: str) -> float:
         """Wait until the node answers `zone` SOA with `serial` (asked from `from_node`, the
         lab's client); return the seconds it took."""
-        took = probe.wait_for_serial(self.host.netns(from_node), self.host.address(self.name),
-                                     zone, serial, timeout)
+        start = time.monotonic()
+
+        def has_serial() -> bool:
+            soa = self.host.ask(from_node, self.host.address(self.name), zone, "SOA",
+                                timeout=0.5)
+            return soa is not None and soa.serial == serial
+
+        try:
+            wait_until(has_serial, timeout, f"serial {serial} of {zone} on {self.name}",
+                       interval=0.1)
+            took: float | None = time.monotonic() - start
+        except WaitTimeout:
+            took = None
         if took is None:
             raise LabError(f"node {self.name!r} ({self.kind}) did not serve {zone} serial "
                            f"{serial} within {timeout:.0f} s",

@@ -11,6 +11,9 @@ re-encoded).
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import inspect
 import ipaddress
 import socket
 import time
@@ -29,6 +32,12 @@ from dnslab.errors import LabError
 from dnslab.nsenter import in_netns
 from dnslab.wait import WaitTimeout, wait_until
 
+# dnspython < 2.3.x has no `ignore_errors` (a lab host's Debian 12 python3-dnspython is 2.3.0)
+_UDP_OPTIONS = ({"ignore_errors": True}
+                if "ignore_errors" in inspect.signature(dns.query.udp).parameters else {})
+_RECEIVE_OPTIONS = ({"ignore_errors": True}
+                    if "ignore_errors" in inspect.signature(dns.query.receive_udp).parameters
+                    else {})
 LAB_SPACE = [ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("127.0.0.0/8")]
 # what a query that got no answer raises
 UNANSWERED = (dns.exception.Timeout, OSError, TimeoutError)
@@ -56,6 +65,17 @@ class Answer:
     additional: int = 0  # OPT included, as dig counts it
     texts: list[str] = field(default_factory=list)  # TXT strings in the answer section
     wire: bytes = field(default=b"", repr=False)  # the DNS message as received
+
+
+def answer_to_dict(answer: Answer) -> dict[str, Any]:
+    """An Answer as JSON can carry it (a lab host's query, `dnslab.hostcmd`)."""
+    fields = dataclasses.asdict(answer)
+    fields["wire"] = base64.b64encode(answer.wire).decode()
+    return fields
+
+
+def answer_from_dict(fields: dict[str, Any]) -> Answer:
+    return Answer(**{**fields, "wire": base64.b64decode(fields.get("wire") or "")})
 
 
 class _Received:
@@ -127,7 +147,7 @@ def query(server: str, name: str, rdtype: str = "SOA", timeout: float = 1.0,
             sock = _Received(raw, tcp=False)
             reply = dns.query.udp(msg, server, timeout=timeout, port=port, sock=sock,
                                   ignore_unexpected=True, ignore_trailing=True,
-                                  ignore_errors=True)
+                                  **_UDP_OPTIONS)
     return _answer(reply, sock.message())
 
 
@@ -207,7 +227,7 @@ def count_served_here(server: str, zones: Iterable[str], timeout: float = 1.0,
                 try:
                     reply, _ = dns.query.receive_udp(
                         sock, destination, expiration=time.time() + wait,
-                        ignore_unexpected=True, ignore_errors=True)
+                        ignore_unexpected=True, **_RECEIVE_OPTIONS)
                 except dns.exception.Timeout:
                     break
                 wait = 0.0

@@ -29,9 +29,13 @@ APT_PACKAGES=("${SERVER_PACKAGES[@]}"
               # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
               libnetfilter-queue-dev gcc util-linux)
 
-# images need a Docker engine and debootstrap (for a local base); the report test a browser
+# images need a Docker engine and debootstrap (for a local base); the report test a browser;
+# the across-hosts tests emulate lab hosts, each running sshd and the lab's host commands
+# with Debian's python3 (dnslab.hosts.HOST_PYTHON_PACKAGES)
 DOCKER_APT_PACKAGES=(docker.io debootstrap)
-TEST_APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}" chromium poppler-utils)
+HOST_PYTHON_PACKAGES=(python3-yaml python3-dnspython python3-psutil)
+TEST_APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}" chromium poppler-utils openssh-server
+                   openssh-client "${HOST_PYTHON_PACKAGES[@]}")
 case "${1:-}" in
   --test) APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}") ;;
   --docker) APT_PACKAGES=("${DOCKER_APT_PACKAGES[@]}") ;;
@@ -65,6 +69,7 @@ if (( ${#need_apt[@]} )); then
   if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
     declare -A unit_of=()
     while read -r pkg unit; do unit_of[$pkg]=$unit; done < <(python3 scripts/manifest.py systemd-units)
+    unit_of[openssh-server]=ssh  # installed for the emulated hosts' own sshd only
     for pkg in "${need_apt[@]}"; do
       [[ -n "${unit_of[$pkg]:-}" ]] && systemctl disable "${unit_of[$pkg]}" >/dev/null 2>&1 || true
     done

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dnslab import lab as lab_engine
+from dnslab.errors import LabError
+from dnslab.hosts import inventory_from_env
 
 app = typer.Typer(help="Bring labs up and down, look at them, run commands in their nodes.",
                   no_args_is_help=True)
@@ -23,13 +25,32 @@ DEFAULT_LAB = "reference"
 @app.command()
 def up(lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB", help="topology name"),
        runtime: str = typer.Option("auto", "--runtime", "-r", envvar="RUNTIME",
-                                   help="auto, clab or netns")) -> None:
+                                   help="auto, clab or netns"),
+       hosts: str = typer.Option("", "--hosts", envvar="HOSTS",
+                                 help="inventory file: split the lab across its hosts"),
+       generator_host: str = typer.Option("", "--generator-host", envvar="GENERATOR_HOST",
+                                          help="the client's host (default: the second)"),
+       server_host: str = typer.Option("", "--server-host", envvar="SERVER_HOST",
+                                       help="the servers' host (default: the first)")) -> None:
     """Start a lab and return when every server answers for its zones."""
     start = time.monotonic()
-    handle = lab_engine.up(lab or DEFAULT_LAB, runtime=runtime or "auto")
+    inventory = inventory_from_env(hosts)
+    if inventory is None and (generator_host or server_host):
+        raise LabError("GENERATOR_HOST/SERVER_HOST name hosts of an inventory",
+                       hint="add HOSTS=hosts.yml (see README, 'Across machines')")
+    handle = lab_engine.up(lab or DEFAULT_LAB, runtime=runtime or "auto", inventory=inventory,
+                           generator_host=generator_host, server_host=server_host)
     elapsed = time.monotonic() - start
+    where = ""
+    if handle.state.split:
+        where = " across hosts " + ", ".join(
+            f"{h} ({', '.join(n for n, s in handle.state.nodes.items() if s.host == h)})"
+            for h in handle.state.host_names())
+        if handle.state.vxlan:
+            vx = handle.state.vxlan
+            where += f"; LAN over VXLAN {vx['vni']}, UDP port {vx['port']}, MTU {vx['mtu']}"
     console.print(f"lab [bold]{handle.name}[/] is up on the {handle.runtime.name} runtime "
-                  f"({len(handle.state.nodes)} nodes, healthy in {elapsed:.1f} s)")
+                  f"({len(handle.state.nodes)} nodes, healthy in {elapsed:.1f} s){where}")
     _print_status(lab_engine.status(handle.name))
 
 
@@ -69,9 +90,11 @@ def exec_(ctx: typer.Context,
 
 def _print_status(rows: list[dict]) -> None:
     table = Table(title="lab status")
-    for col in ("lab", "node", "role", "server", "address", "runtime", "state", "health"):
+    columns = ["lab", "node", "role", "server", "address", "runtime", "state", "health"]
+    if any(row.get("host") for row in rows):
+        columns.insert(5, "host")
+    for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*(str(row[c]) for c in ("lab", "node", "role", "server", "address",
-                                               "runtime", "state", "health")))
+        table.add_row(*(str(row.get(c) or "") for c in columns))
     Console(width=120).print(table)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dnslab import paths
+from dnslab.hosts import Host, Hosts, Inventory
 from dnslab.render import RenderedLab
 from dnslab.topology import Topology
 
@@ -39,6 +40,8 @@ class NodeState:
     # it chrooted into the image's file system with `mounts` bound in
     from_image: bool = False
     mounts: list[str] = field(default_factory=list)  # host folders seen at their own path
+    # the inventory host it runs on ("": this machine, a lab on one host)
+    host: str = ""
 
 
 @dataclass
@@ -50,6 +53,37 @@ class LabState:
     nodes: dict[str, NodeState] = field(default_factory=dict)
     created: str = ""
     owner_pid: int = 0  # the process that brought the lab up (0: a state file older than it)
+    # a lab across machines: the inventory it was brought up with (dnslab.hosts), the VXLAN
+    # that joins its LAN (vni, port, mtu, per host the underlay address) and what each host
+    # said of itself (kernel, cores, versions, clock offset); empty on one machine
+    hosts: dict = field(default_factory=dict)
+    vxlan: dict = field(default_factory=dict)
+    host_facts: dict = field(default_factory=dict)
+    # the hosts something of the lab was put on: teardown has work there, and only there
+    hosts_touched: list[str] = field(default_factory=list)
+
+    @property
+    def split(self) -> bool:
+        return bool(self.hosts)
+
+    def hosts_handle(self) -> Hosts:
+        """The lab's hosts (this machine alone when it is not split), kept with this state
+        object so their ssh connections are reused."""
+        cached = self.__dict__.get("_hosts")
+        if cached is None:
+            cached = Hosts(Inventory.from_dict(self.hosts) if self.hosts else None)
+            self.__dict__["_hosts"] = cached
+        return cached
+
+    def host(self, node: str) -> Host:
+        """The host a node runs on."""
+        return self.hosts_handle().get(self.nodes[node].host)
+
+    def host_names(self) -> list[str]:
+        """The hosts the lab's nodes run on ("" for this machine), in inventory order."""
+        used = {node.host for node in self.nodes.values()}
+        order = list((self.hosts.get("hosts") or {}).keys())
+        return [h for h in order if h in used] + sorted(used - set(order))
 
     @property
     def file(self) -> Path:

@@ -7,32 +7,38 @@ rendered configuration, under `ip netns exec`, as a process this runtime starts,
 stops; a node labelled `dnslab.image` runs from its image's file system instead (rootfs.py).
 A node with a `cpu-set` runs its daemon, and every command executed in it, under `taskset`.
 Namespaces have no route anywhere but the lab LAN, so no packet can leave the host.
+
+A lab split across machines (`dnslab.hosts`) gets this on every host it uses, each step run
+through that host's transport: its own bridge namespace and its nodes' namespaces, and one
+VXLAN device (created in the host's own namespace, where the underlay is, then moved into
+the bridge namespace, so the lab's frames are encapsulated there and nothing else of the
+host is touched), flooding to the other hosts' underlay addresses. Every link of the lab LAN
+then has the VXLAN's MTU, set explicitly on both ends. Teardown runs on every host.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from dnslab import cpus, sysctl
+from dnslab import cpus
 from dnslab.errors import LabError
-from dnslab.nsenter import ip, list_namespaces, namespace_pids, netns_path
+from dnslab.hosts import LOCAL_HOST, Host
+from dnslab.nsenter import netns_path
+from dnslab.processes import pid_alive, terminate  # noqa: F401 (used by lab.py, tests)
 from dnslab.render import RenderedLab, node_sysctls
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
 from dnslab.runtime.rootfs import chroot_argv, ensure_rootfs
 from dnslab.servers import driver
 from dnslab.topology import Topology
-from dnslab.wait import WaitTimeout, wait_until
 
 PREFIX = "dnslab-"
 # Settings every node gets: the lab is IPv4 only, so no IPv6 autoconfiguration chatter.
 BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
-STOP_GRACE_S = 2.0
 # Read back from every node whether a profile sets them or not, so a run records the values
 # its results depended on (the kernel defaults included).
 READBACK = ["net.ipv4.ip_local_port_range", "net.ipv4.tcp_max_tw_buckets",
@@ -71,60 +77,16 @@ def apparmor_enforced(binaries: list[str], profiles: Path = APPARMOR_PROFILES) -
     return confined
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        # gone before or while its stat was read (a read after the exit is ESRCH)
-        return False
-    if state == "Z":
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        return False
-    return True
-
-
-def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM the processes, wait up to `grace` seconds, SIGKILL what is left."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    alive = [p for p in pids if pid_alive(p)]
-
-    def all_gone() -> bool:
-        alive[:] = [p for p in alive if pid_alive(p)]
-        return not alive
-
-    try:
-        wait_until(all_gone, grace, "the node's processes to end", interval=0.02)
-        return
-    except WaitTimeout:
-        pass
-    for pid in alive:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        wait_until(all_gone, grace, "the node's processes to die", interval=0.02)
-    except WaitTimeout:
-        pass
-
-
 def apply_sysctls(rendered: RenderedLab, state: LabState) -> None:
     """Set each node's sysctls in its namespace (host-wide keys only when allowed, and then
     restored at lab down) and record what the kernel reads back, on either runtime."""
     allow_host = os.environ.get("DNSLAB_ALLOW_HOST_SYSCTLS") == "1"
     for node in rendered.topology.nodes.values():
         ns = state.nodes[node.name].netns
+        host = state.host(node.name)
         wanted = {**BASE_SYSCTLS, **node_sysctls(rendered, node)}
         state.nodes[node.name].sysctls_requested = dict(sorted(wanted.items()))
-        per_ns, host_wide = sysctl.split_host_wide(ns, list(wanted))
+        per_ns, host_wide = host.call("split-host-wide", netns=ns, keys=list(wanted))
         if host_wide and not allow_host:
             # refused, never silently: recorded with the node and said once here
             state.nodes[node.name].sysctls_refused = {k: wanted[k] for k in host_wide}
@@ -132,20 +94,30 @@ def apply_sysctls(rendered: RenderedLab, state: LabState) -> None:
                   f"{', '.join(host_wide)}; ALLOW_HOST_SYSCTLS=1 changes the host "
                   "(restored at lab down)", file=sys.stderr)
             host_wide = []
-        readback = sysctl.apply_in_netns(ns, {k: wanted[k] for k in per_ns})
+        readback = host.call("apply-sysctls", netns=ns,
+                             sysctls={k: wanted[k] for k in per_ns})
         if host_wide:
-            readback.update(sysctl.apply_host({k: wanted[k] for k in host_wide},
-                                              host_sysctl_file(state.lab)))
-        current = sysctl.read_in_netns(ns, [k for k in READBACK if k not in readback])
+            readback.update(host.call("apply-host-sysctls",
+                                      sysctls={k: wanted[k] for k in host_wide},
+                                      saved_file=str(host_sysctl_file(state.lab))))
+        current = host.call("read-sysctls", netns=ns,
+                            keys=[k for k in READBACK if k not in readback])
         readback.update({k: v for k, v in current.items() if v is not None})
         state.nodes[node.name].sysctls = dict(sorted(readback.items()))
 
 
+def lab_vni(lab: str) -> int:
+    """The VXLAN ID of a lab's LAN across hosts: from its name, so every host agrees and two
+    labs on one host differ (one VNI and port cannot be created twice in a namespace)."""
+    return 10_000 + zlib.crc32(lab.encode()) % 1_000_000
+
+
+def vxlan_device(vni: int) -> str:
+    return f"vx{vni}"
+
+
 class NetnsRuntime(Runtime):
     name = "netns"
-
-    def __init__(self) -> None:
-        self._children: dict[int, subprocess.Popen] = {}
 
     def preflight(self, rendered: RenderedLab) -> None:
         if os.geteuid() != 0:
@@ -170,40 +142,61 @@ class NetnsRuntime(Runtime):
                 + " (package apparmor-utils; undo with aa-enforce), or use RUNTIME=clab",
             )
 
-    def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
+    def prepare_nodes(self, topology: Topology, nodes: Iterable[str],
+                      state: LabState | None = None) -> None:
         for name in nodes:
             node = topology.node(name)
             if node.label("image"):
-                ensure_rootfs(node.image, name)
+                root = ensure_rootfs(node.image, name)
+                if state is not None and name in state.nodes:
+                    state.host(name).push([root])
 
     def leftovers(self, lab: str | None) -> list[str]:
         prefix = PREFIX + (f"{lab}-" if lab else "")
-        return [f"netns {ns}" for ns in list_namespaces() if ns.startswith(prefix)]
+        found = []
+        for host in _hosts_for(lab):
+            where = "" if host.local else f" on host {host.name}"
+            found += [f"netns {ns}{where}" for ns in host.call("netns-list", prefix=prefix)]
+        return found
 
     def running(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
-        return [f"pid {pid} in netns {ns}" for ns in list_namespaces() if ns.startswith(prefix)
-                for pid in namespace_pids(ns)]
+        found = []
+        for host in _hosts_for(lab):
+            names = host.call("netns-list", prefix=prefix)
+            where = "" if host.local else f" on host {host.name}"
+            for ns, pids in host.call("netns-pids", names=names).items():
+                found += [f"pid {pid} in netns {ns}{where}" for pid in pids]
+        return found
 
     def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
                later: set[str] = frozenset()) -> None:
         topo = rendered.topology
-        self.prepare_nodes(topo, [n for n in topo.nodes if n not in hold])
+        self.prepare_nodes(topo, [n for n in topo.nodes if n not in hold], state)
+        mtu = state.vxlan.get("mtu")
+        bridge = topo.bridge[:15]
         bridge_ns = namespace(topo.name, topo.bridge)
-        ip("netns", "add", bridge_ns)
-        ip("-n", bridge_ns, "link", "add", topo.bridge[:15], "type", "bridge")
-        ip("-n", bridge_ns, "link", "set", topo.bridge[:15], "up")
+        for host_name in state.host_names():
+            host = state.hosts_handle().get(host_name)
+            _ip(host, "netns", "add", bridge_ns)
+            _ip(host, "-n", bridge_ns, "link", "add", bridge,
+                *(["mtu", str(mtu)] if mtu else []), "type", "bridge")
+            _ip(host, "-n", bridge_ns, "link", "set", bridge, "up")
+            if state.vxlan:
+                _add_vxlan(host, host_name, state, bridge_ns, bridge)
         for node in topo.nodes.values():
+            host = state.host(node.name)
             ns = namespace(topo.name, node.name)
-            ip("netns", "add", ns)
+            _ip(host, "netns", "add", ns)
             port = node.bridge_port[:15]
-            ip("link", "add", "eth1", "netns", ns, "type", "veth", "peer", "name", port,
-               "netns", bridge_ns)
-            ip("-n", bridge_ns, "link", "set", port, "master", topo.bridge[:15])
-            ip("-n", bridge_ns, "link", "set", port, "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "addr", "add", node.cidr, "dev", "eth1")
-            ip("-n", ns, "link", "set", "eth1", "up")
+            link_mtu = ["mtu", str(mtu)] if mtu else []
+            _ip(host, "link", "add", "eth1", "netns", ns, *link_mtu, "type", "veth", "peer",
+                "name", port, "netns", bridge_ns, *link_mtu)
+            _ip(host, "-n", bridge_ns, "link", "set", port, "master", bridge)
+            _ip(host, "-n", bridge_ns, "link", "set", port, "up")
+            _ip(host, "-n", ns, "link", "set", "lo", "up")
+            _ip(host, "-n", ns, "addr", "add", node.cidr, "dev", "eth1")
+            _ip(host, "-n", ns, "link", "set", "eth1", "up")
             state.nodes[node.name].netns = netns_path(ns)
         apply_sysctls(rendered, state)
         state.save()
@@ -218,56 +211,87 @@ class NetnsRuntime(Runtime):
         command = ["sh", str(node_dir / "run.sh")]
         if info.from_image:
             command = chroot_argv(ensure_rootfs(info.image, node), info.mounts,
-                                         node_dir / "run.sh")
-        with open(info.log, "ab") as log:
-            # the affinity taskset sets is inherited by the daemon and everything it starts
-            proc = subprocess.Popen(
-                cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", ns, *command]),
-                cwd=node_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self._children[proc.pid] = proc
-        info.pid = proc.pid
+                                  node_dir / "run.sh")
+        # the affinity taskset sets is inherited by the daemon and everything it starts
+        info.pid = state.host(node).call(
+            "spawn", argv=cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", ns, *command]),
+            log=info.log, cwd=str(node_dir))
         state.save()
 
     def stop_node(self, state: LabState, node: str) -> None:
         info = state.nodes[node]
         if info.pid:
-            terminate([info.pid])
-            self._reap(info.pid)
+            state.host(node).call("terminate", pids=[info.pid])
             info.pid = None
             state.save()
-
-    def _reap(self, pid: int) -> None:
-        proc = self._children.pop(pid, None)
-        if proc is not None:
-            proc.poll()
 
     def node_alive(self, state: LabState, node: str) -> bool:
         pid = state.nodes[node].pid
         if pid is None:
             return False
-        proc = self._children.get(pid)
-        if proc is not None:
-            return proc.poll() is None
-        return pid_alive(pid)
+        return bool(state.host(node).call("alive", pids=[pid]).get(str(pid)))
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         info = state.nodes[node]
-        return cpus.taskset_argv(info.cpu_set,
-                                 ["ip", "netns", "exec", Path(info.netns).name, *argv])
+        return state.host(node).argv(
+            cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", Path(info.netns).name, *argv]))
 
     def destroy(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
-        namespaces = [ns for ns in list_namespaces() if ns.startswith(prefix)]
-        pids = [pid for ns in namespaces for pid in namespace_pids(ns)]
-        terminate(pids)
-        for pid in pids:
-            self._reap(pid)
         removed = []
-        for ns in namespaces:
-            ip("netns", "delete", ns, check=False)
-            removed.append(f"netns {ns}")
-        restored = sysctl.restore_host(host_sysctl_file(lab))
-        removed += [f"host sysctl {k} restored to {v}" for k, v in restored.items()]
+        for host in _hosts_for(lab):
+            namespaces = host.call("netns-list", prefix=prefix)
+            pids = [pid for found in host.call("netns-pids", names=namespaces).values()
+                    for pid in found]
+            host.call("terminate", pids=pids)
+            where = "" if host.local else f" on host {host.name}"
+            for ns in namespaces:
+                # the VXLAN device lives in the bridge namespace and goes with it
+                _ip(host, "netns", "delete", ns, check=False)
+                removed.append(f"netns {ns}{where}")
+            restored = host.call("restore-host-sysctls",
+                                 saved_file=str(host_sysctl_file(lab)))
+            removed += [f"host sysctl {k} restored to {v}{where}" for k, v in restored.items()]
         return removed
+
+
+def _ip(host: Host, *args: str, check: bool = True) -> None:
+    proc = host.run(["ip", *args], check=False)
+    if check and proc.returncode != 0:
+        where = "" if host.local else f" on host {host.name!r}"
+        raise LabError(f"ip {' '.join(args)}{where} failed: {proc.stderr.strip()}",
+                       hint="is iproute2 installed and are you root?")
+
+
+def _add_vxlan(host: Host, host_name: str, state: LabState, bridge_ns: str,
+               bridge: str) -> None:
+    """The lab LAN's VXLAN endpoint on `host`: created in the host's own namespace (its UDP
+    socket stays there, on the underlay), flooding to every other host's underlay address,
+    then moved into the lab's bridge namespace and enslaved to the bridge."""
+    vx = state.vxlan
+    device = vxlan_device(int(vx["vni"]))
+    local = vx["underlay"][host_name]
+    _ip(host, "link", "add", device, "mtu", str(vx["mtu"]), "type", "vxlan", "id",
+        str(vx["vni"]), "local", local, "dstport", str(vx["port"]), "nolearning")
+    _ip(host, "link", "set", device, "netns", bridge_ns)
+    for peer, address in vx["underlay"].items():
+        if peer != host_name:
+            host.run(["ip", "netns", "exec", bridge_ns, "bridge", "fdb", "append",
+                      "00:00:00:00:00:00", "dev", device, "dst", address])
+    _ip(host, "-n", bridge_ns, "link", "set", device, "master", bridge)
+    _ip(host, "-n", bridge_ns, "link", "set", device, "up")
+
+
+def _hosts_for(lab: str | None) -> list[Host]:
+    """This machine, and the other hosts a lab's state names (every state's, for None)."""
+    from dnslab.runtime.base import labs_with_state
+
+    seen: dict[str, Host] = {LOCAL_HOST.name: LOCAL_HOST}
+    for name in [lab] if lab else labs_with_state():
+        state = LabState.load(name)
+        if state is None or not state.split:
+            continue
+        for host in state.hosts_handle().all():
+            if host.local or host.name in state.hosts_touched:
+                seen.setdefault(LOCAL_HOST.name if host.local else host.name, host)
+    return list(seen.values())

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.node import LabNode
 from dnslab.servers import driver
@@ -22,6 +21,7 @@ class _FakeHost:
                  outputs: dict[str, str] | None = None):
         self._log, self._alive, self.outputs = log, alive, outputs or {}
         self.ran: list[tuple[str, list[str], float | None]] = []
+        self.asked: list[tuple] = []
 
     def run(self, node, argv, timeout=None, check=True):
         self.ran.append((node, argv, timeout))
@@ -41,6 +41,11 @@ class _FakeHost:
 
     def netns(self, node):
         return "/run/netns/none"
+
+    def ask(self, from_node, server, name, rdtype="SOA", timeout=1.0, tcp=False, **options):
+        """The lab's query from a node: recorded, answered by `answer` (None: no answer)."""
+        self.asked.append((from_node, server, name, rdtype, timeout, options))
+        return self.answer() if callable(getattr(self, "answer", None)) else None
 
 
 def test_control_commands_run_the_drivers_argv_in_the_node():
@@ -89,24 +94,24 @@ def test_wait_for_log_returns_the_line_written_after_the_offset(tmp_path):
         LabNode(_FakeHost(log, alive=False), "n", driver("nsd")).wait_for_log("never", 5)
 
 
-def test_wait_for_serial_waits_for_that_serial(monkeypatch):
+def test_wait_for_serial_waits_for_that_serial():
     serials = iter([None, 1, 2])
-    monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: SimpleNamespace(
-        serial=next(serials)))
-    node = LabNode(_FakeHost(), "n", driver("knot"))
+    host = _FakeHost()
+    host.answer = lambda: SimpleNamespace(serial=next(serials))
+    node = LabNode(host, "n", driver("knot"))
     assert node.wait_for_serial("a.test.", 2, 5, from_node="c") >= 0
-    monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: None)
+    assert {a[0] for a in host.asked} == {"c"}  # asked from the client, of the node
+    host.answer = lambda: None
     with pytest.raises(LabError, match="serial 3"):
         node.wait_for_serial("a.test.", 3, 0.05, from_node="c")
 
 
-def test_health_is_the_manifests_query_asked_from_the_node_itself(monkeypatch):
-    asked = []
-    monkeypatch.setattr(probe, "try_query_in", lambda *a, **k: asked.append((a, k)) or None)
-    assert LabNode(_FakeHost(), "sec", driver("knot")).ask_health("a.test", 0.3) is None
-    assert asked == [(("/run/netns/none", "198.18.0.12", "a.test", "SOA"), {"timeout": 0.3})]
-    assert LabNode(_FakeHost(), "client", driver("tools")).ask_health("a.test", 0.3) is None
-    assert len(asked) == 1
+def test_health_is_the_manifests_query_asked_from_the_node_itself():
+    host = _FakeHost()
+    assert LabNode(host, "sec", driver("knot")).ask_health("a.test", 0.3) is None
+    assert host.asked == [("sec", "198.18.0.12", "a.test", "SOA", 0.3, {})]
+    assert LabNode(host, "client", driver("tools")).ask_health("a.test", 0.3) is None
+    assert len(host.asked) == 1
 
 
 def test_a_lab_hands_out_its_nodes_with_their_kinds_driver():

@@ -1,0 +1,347 @@
+"""The host commands: what the controller asks of a lab host, one command at a time.
+
+A host of a lab split across machines (`dnslab.hosts`) runs these with its own python3 and
+Debian's python3-yaml, python3-dnspython and python3-psutil; the controller copies the
+package there first. Each is an ordinary command over ssh that ends when its work is done:
+
+    python3 -m dnslab.hostcmd call VERB        arguments as JSON on stdin, result on stdout
+    python3 -m dnslab.hostcmd monitor ...      1 Hz counter rows (CSV) until stdin closes
+    python3 -m dnslab.hostcmd measured ...     run a command, then say its CPU time
+
+On the controller's own machine `Host.call` runs the same verbs in-process, so one code path
+serves both. Verbs that act inside a node take the node's namespace path and join it in a
+thread (`nsenter.in_netns`). No verb keeps running after it answers; nothing listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dnslab.errors import LabError
+
+VERBS: dict[str, Callable[..., Any]] = {}
+# daemons this process started (when the controller is the host): kept so they are reaped
+_children: dict[int, subprocess.Popen] = {}
+
+
+def verb(fn: Callable[..., Any]) -> Callable[..., Any]:
+    VERBS[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+def call(name: str, args: dict[str, Any]) -> Any:
+    if name not in VERBS:
+        raise LabError(f"unknown host command {name!r}", hint="one of " + ", ".join(VERBS))
+    return VERBS[name](**args)
+
+
+def decode_reply(returncode: int, stdout: str, stderr: str, host: Any) -> Any:
+    """The result of `call` run over ssh, or the LabError it raised there."""
+    try:
+        reply = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else None
+    except json.JSONDecodeError:
+        reply = None
+    if isinstance(reply, dict) and "ok" in reply:
+        return reply["ok"]
+    if isinstance(reply, dict) and "error" in reply:
+        raise LabError(f"host {host.name!r}: {reply['error']}", hint=reply.get("hint"))
+    last = (stderr.strip().splitlines() or [f"exit status {returncode}"])[-1]
+    if returncode == 255:
+        raise LabError(f"host {host.name!r} ({host.spec.ssh}) cannot be reached over ssh: {last}",
+                       hint=f"check that `ssh {host.spec.ssh} true` works without a password")
+    raise LabError(f"host {host.name!r}: dnslab's host command failed: {last}",
+                   hint="the host needs python3 >= 3.11 and, on Debian/Ubuntu: apt-get install "
+                        "-y python3-yaml python3-dnspython python3-psutil")
+
+
+# --- what the host is ------------------------------------------------------------------------
+
+@verb
+def facts(packages: list[str], peers: list[str] | None = None) -> dict[str, Any]:
+    """Kernel, cores, python, versions of `packages` (None: not installed), the MTU of the
+    route to each underlay peer, and the host's clock (for the offset between hosts)."""
+    import dns.version
+
+    versions: dict[str, str | None] = {p: None for p in packages}
+    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status} ${Version}\\n",
+                           *packages], capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        name, *rest = line.split()
+        if "installed" in rest and len(rest) >= 4:
+            versions[name] = rest[-1]
+    routes = {}
+    for peer in peers or []:
+        route = subprocess.run(["ip", "-j", "route", "get", peer], capture_output=True,
+                               text=True)
+        try:
+            dev = json.loads(route.stdout)[0]["dev"]
+            link = json.loads(subprocess.run(["ip", "-j", "link", "show", "dev", dev],
+                                             capture_output=True, text=True).stdout)[0]
+            routes[peer] = {"dev": dev, "mtu": link["mtu"], "driver": _driver(dev)}
+        except (json.JSONDecodeError, IndexError, KeyError):
+            routes[peer] = None
+    return {"kernel": platform.release(), "machine": platform.machine(),
+            "cpus": sorted(os.sched_getaffinity(0)), "python": platform.python_version(),
+            "dnspython": dns.version.version, "versions": versions, "routes": routes,
+            "hostname": platform.node(), "time": time.time()}
+
+
+def _driver(dev: str) -> str | None:
+    link = f"/sys/class/net/{dev}/device/driver"
+    if os.path.exists(link):
+        return os.path.basename(os.readlink(link))
+    kind = subprocess.run(["ip", "-j", "-d", "link", "show", "dev", dev], capture_output=True,
+                          text=True)
+    try:
+        return json.loads(kind.stdout)[0].get("linkinfo", {}).get("info_kind")
+    except (json.JSONDecodeError, IndexError):
+        return None
+
+
+@verb
+def clock() -> float:
+    return time.time()
+
+
+# --- namespaces and processes ----------------------------------------------------------------
+
+@verb
+def netns_list(prefix: str = "") -> list[str]:
+    from dnslab.nsenter import list_namespaces
+
+    return [ns for ns in list_namespaces() if ns.startswith(prefix)]
+
+
+@verb
+def netns_pids(names: list[str]) -> dict[str, list[int]]:
+    from dnslab.nsenter import namespace_pids
+
+    return {name: namespace_pids(name) for name in names}
+
+
+@verb
+def spawn(argv: list[str], log: str, cwd: str) -> int:
+    """Start a daemon in its own session, output appended to `log`; its pid."""
+    with open(log, "ab") as handle:
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=handle,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    _children[proc.pid] = proc
+    return proc.pid
+
+
+@verb
+def alive(pids: list[int]) -> dict[str, bool]:
+    from dnslab.processes import pid_alive
+
+    found = {}
+    for pid in pids:
+        child = _children.get(pid)
+        found[str(pid)] = child.poll() is None if child is not None else pid_alive(pid)
+    return found
+
+
+@verb
+def terminate(pids: list[int]) -> None:
+    from dnslab.processes import terminate as stop
+
+    stop(pids)
+    for pid in pids:
+        child = _children.pop(pid, None)
+        if child is not None:
+            child.poll()
+
+
+@verb
+def affinity(pids: list[int]) -> dict[str, list[int]]:
+    found = {}
+    for pid in pids:
+        try:
+            found[str(pid)] = sorted(os.sched_getaffinity(pid))
+        except OSError:
+            continue
+    return found
+
+
+# --- inside a node -----------------------------------------------------------------------------
+
+@verb
+def query(netns: str, server: str, name: str, rdtype: str = "SOA", timeout: float = 1.0,
+          tcp: bool = False, options: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """One DNS query from inside a node (`probe.query`); None when nothing answered."""
+    from dnslab import probe
+
+    try:
+        answer = probe.query_in(netns, server, name, rdtype, timeout, tcp, **(options or {}))
+    except probe.UNANSWERED:
+        return None
+    return probe.answer_to_dict(answer)
+
+
+@verb
+def count_served(netns: str, server: str, zones: list[str], timeout: float = 1.0,
+                 parallel: int = 64) -> list[Any]:
+    from dnslab import probe
+
+    served, missing = probe.count_served(netns, server, zones, timeout, parallel)
+    return [served, missing]
+
+
+@verb
+def split_host_wide(netns: str, keys: list[str]) -> list[list[str]]:
+    from dnslab import sysctl
+
+    return [list(part) for part in sysctl.split_host_wide(netns, keys)]
+
+
+@verb
+def apply_sysctls(netns: str, sysctls: dict[str, str]) -> dict[str, str]:
+    from dnslab import sysctl
+
+    return sysctl.apply_in_netns(netns, sysctls)
+
+
+@verb
+def read_sysctls(netns: str, keys: list[str]) -> dict[str, str | None]:
+    from dnslab import sysctl
+
+    return sysctl.read_in_netns(netns, keys)
+
+
+@verb
+def apply_host_sysctls(sysctls: dict[str, str], saved_file: str) -> dict[str, str]:
+    """Host-wide keys (allowed by the user), the old values saved for teardown."""
+    from pathlib import Path
+
+    from dnslab import sysctl
+
+    return sysctl.apply_host(sysctls, Path(saved_file))
+
+
+@verb
+def restore_host_sysctls(saved_file: str) -> dict[str, str]:
+    from pathlib import Path
+
+    from dnslab import sysctl
+
+    return sysctl.restore_host(Path(saved_file))
+
+
+@verb
+def tables(netns: str) -> dict[str, dict[str, int]]:
+    from dnslab.counters import tables_in
+
+    return tables_in(netns)
+
+
+@verb
+def sample(netns: str) -> dict[str, int]:
+    from dnslab.counters import sample_in
+
+    return sample_in(netns)
+
+
+# --- streams: a monitor, a measured command ----------------------------------------------------
+
+def _until_stdin_closes(stop: threading.Event) -> None:
+    """Set `stop` once the controller goes away (ssh closes our stdin)."""
+    def watch() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def monitor_main(args: argparse.Namespace) -> int:
+    """Node or core rows once a second on stdout (CSV with a header) until stdin closes."""
+    from dnslab.monitor import CoreMonitor, NodeMonitor
+
+    stop = threading.Event()
+    _until_stdin_closes(stop)
+    if args.cores:
+        mon: Any = CoreMonitor(None, args.interval, stream=sys.stdout)
+    else:
+        pid = args.pid
+        mon = NodeMonitor(args.node, args.netns, lambda: pid, None, args.interval,
+                          stream=sys.stdout)
+    mon.start()
+    stop.wait()
+    mon.stop()
+    return 0
+
+
+def measured_main(args: argparse.Namespace) -> int:
+    """Run a command (its output is ours), stop it when stdin closes (the controller was
+    interrupted) or after `timeout` s, then print its rusage as the last line on stderr."""
+    started = time.monotonic()
+    proc = subprocess.Popen(args.argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    stop = threading.Event()
+    _until_stdin_closes(stop)
+
+    def stopper() -> None:
+        if not stop.wait(args.timeout if args.timeout > 0 else None) or stop.is_set():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM if args.term else signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    threading.Thread(target=stopper, daemon=True).start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    sys.stdout.flush()
+    print(MEASURED_MARK + json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime,
+                                      "wall_s": time.monotonic() - started, "rc": code}),
+          file=sys.stderr, flush=True)
+    return code if code >= 0 else 128 - code
+
+
+MEASURED_MARK = "#dnslab-measured "
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m dnslab.hostcmd", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("call", help="one verb, JSON arguments on stdin")
+    one.add_argument("verb")
+    mon = sub.add_parser("monitor", help="1 Hz rows until stdin closes")
+    mon.add_argument("--node", default="")
+    mon.add_argument("--netns", default="")
+    mon.add_argument("--pid", type=int, default=0)
+    mon.add_argument("--cores", action="store_true")
+    mon.add_argument("--interval", type=float, default=1.0)
+    run = sub.add_parser("measured", help="run a command and report its CPU time")
+    run.add_argument("--timeout", type=float, default=0)
+    run.add_argument("--term", action="store_true", help="SIGTERM instead of SIGKILL")
+    run.add_argument("argv", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command == "monitor":
+        return monitor_main(args)
+    if args.command == "measured":
+        if args.argv and args.argv[0] == "--":
+            args.argv = args.argv[1:]
+        return measured_main(args)
+    try:
+        result = call(args.verb, json.loads(sys.stdin.read() or "{}"))
+    except LabError as exc:
+        print(json.dumps({"error": exc.message, "hint": exc.hint}))
+        return 2
+    print(json.dumps({"ok": result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

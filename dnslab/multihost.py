@@ -1,0 +1,158 @@
+"""A lab split across machines: placing its nodes, checking its hosts, shipping its files.
+
+`lab.up(..., inventory=...)` calls `prepare` after rendering and before any host is touched
+by the runtime. It places every node on a host (`hosts.placement`), asks each host what it
+is (kernel, cores, python, the Debian packages its nodes need, the route and MTU to the
+other hosts, its clock) and refuses, in one line each and before anything is created, an
+unreachable host, a host without the packages or python its nodes need, hosts that disagree
+on the version of a package they both run, and an underlay MTU too small for the lab LAN.
+It then chooses the VXLAN that joins the LAN (VNI from the lab's name, the inventory's UDP
+port, MTU = the smallest underlay MTU - 50 unless the inventory says), copies the lab's
+files to every other host at the same absolute path, and records it all in the lab state
+(and so in every run's meta.json).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from dnslab import paths
+from dnslab.errors import LabError
+from dnslab.hosts import HOST_PYTHON_PACKAGES, VXLAN_OVERHEAD, Host, Inventory, placement
+from dnslab.render import RenderedLab
+from dnslab.runtime.base import LabState
+from dnslab.servers import driver
+
+MIN_PYTHON = (3, 11)
+MIN_LAN_MTU = 1280
+
+
+def kind_packages(kind: str) -> set[str]:
+    """The Debian packages a node of this kind needs on its host (netns runtime)."""
+    d = driver(kind)
+    return {p for p in (d.package, *d.commands.values(), *d.files.values()) if p}
+
+
+def place(state: LabState, rendered: RenderedLab, inventory: Inventory,
+          generator_host: str = "", server_host: str = "") -> None:
+    nodes = {name: (node.role, node.label("host"))
+             for name, node in rendered.topology.nodes.items()}
+    for name, host in placement(inventory, nodes, generator_host, server_host).items():
+        state.nodes[name].host = host
+    state.hosts = inventory.as_dict()
+
+
+def clock_offset(host: Host, samples: int = 3) -> dict[str, float]:
+    """The host's clock minus this one's, from `date` over the transport: the sample with the
+    shortest round trip, +- half that round trip."""
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        before = time.time()
+        out = host.run(["date", "+%s.%N"]).stdout.strip()
+        after = time.time()
+        offset = float(out) - (before + after) / 2
+        if best is None or after - before < best[1]:
+            best = (offset, after - before)
+    assert best is not None
+    return {"offset_s": round(best[0], 4), "error_s": round(best[1] / 2, 4)}
+
+
+def check_hosts(state: LabState, inventory: Inventory) -> dict[str, dict[str, Any]]:
+    """What each host the lab uses said of itself; LabError on the first host that cannot
+    run its part."""
+    used = state.host_names()
+    wanted: dict[str, set[str]] = {h: {"iproute2", *HOST_PYTHON_PACKAGES} for h in used}
+    for node in state.nodes.values():
+        wanted[node.host] |= kind_packages(node.server)
+    facts: dict[str, dict[str, Any]] = {}
+    for name in used:
+        host = state.hosts_handle().get(name)
+        peers = [inventory.spec(p).underlay for p in used
+                 if p != name and inventory.spec(p).underlay]
+        found = host.call("facts", packages=sorted(wanted[name]), peers=peers, call_timeout=60)
+        python = tuple(int(x) for x in found["python"].split(".")[:2])
+        if python < MIN_PYTHON:
+            raise LabError(f"host {name!r} has python {found['python']}; the lab's host "
+                           f"commands need {'.'.join(map(str, MIN_PYTHON))} or later",
+                           hint="Debian 12 or Ubuntu 24.04 on every host")
+        missing = sorted(p for p in wanted[name] if not found["versions"].get(p))
+        if missing:
+            raise LabError(f"host {name!r} lacks packages its nodes need: {' '.join(missing)}",
+                           hint=f"on {name}: apt-get install -y --no-install-recommends "
+                                + " ".join(missing))
+        for peer, route in (found.get("routes") or {}).items():
+            if route is None:
+                raise LabError(f"host {name!r} has no route to underlay address {peer}",
+                               hint="check the inventory's underlay addresses: each host must "
+                                    "reach the others' (ip route get <address> on the host)")
+        if not host.local:
+            found["clock"] = clock_offset(host)
+        facts[name] = found
+    shared: dict[str, dict[str, str]] = {}
+    for name, found in facts.items():
+        for package in wanted[name]:
+            shared.setdefault(package, {})[name] = found["versions"][package]
+    for package, by_host in sorted(shared.items()):
+        if len(set(by_host.values())) > 1:
+            listed = ", ".join(f"{h} {v}" for h, v in by_host.items())
+            raise LabError(f"hosts disagree on the version of {package}: {listed}",
+                           hint="install the same version on every host, so a difference in "
+                                "the results is the placement's, not the software's")
+    return facts
+
+
+def plan_vxlan(state: LabState, inventory: Inventory,
+               facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from dnslab.runtime.netns import lab_vni
+
+    used = state.host_names()
+    underlay_mtus = [route["mtu"] for found in facts.values()
+                     for route in (found.get("routes") or {}).values() if route]
+    largest = min(underlay_mtus) - VXLAN_OVERHEAD if underlay_mtus else None
+    mtu = inventory.mtu or largest or 1450
+    if largest is not None and mtu > largest:
+        raise LabError(f"vxlan mtu {mtu} does not fit the underlay (MTU {min(underlay_mtus)} "
+                       f"carries at most {largest} inside VXLAN): large answers would be dropped",
+                       hint=f"vxlan: {{mtu: {largest}}} in {inventory.path}, or drop the mtu "
+                            "line to use the measured one")
+    if mtu < MIN_LAN_MTU:
+        raise LabError(f"the lab LAN's MTU would be {mtu}, under {MIN_LAN_MTU}",
+                       hint="an underlay with a larger MTU (1500 is usual)")
+    return {"vni": lab_vni(state.lab), "port": inventory.vxlan_port, "mtu": mtu,
+            "underlay_mtu": min(underlay_mtus) if underlay_mtus else None,
+            "underlay": {h: inventory.spec(h).underlay for h in used}}
+
+
+def files_to_push(rendered: RenderedLab, state: LabState, host: str) -> list[Path]:
+    """What a host needs of this machine's files for its nodes: the rendered folders of its
+    nodes, the folders of the zones they serve, the lab's log folder, the experiment's extra
+    folders and the lab's tools (a load generator's host gets no zone it does not serve)."""
+    topo = rendered.topology
+    mine = [topo.nodes[n] for n, s in state.nodes.items() if s.host == host]
+    zones = {z.path.parent for node in mine for z in rendered.zones_for(node)}
+    wanted = [rendered.root / "logs", *(rendered.node_dir(n.name) for n in mine), *zones,
+              *rendered.data.extra_binds]
+    if paths.BIN.exists():
+        wanted.append(paths.BIN)
+    return wanted
+
+
+def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
+            generator_host: str = "", server_host: str = "") -> None:
+    """Place the nodes, check the hosts, plan the VXLAN, copy the files (see the module)."""
+    place(state, rendered, inventory, generator_host, server_host)
+    state.save()  # teardown after a failure below reaches every host from the saved state
+    remote = [state.hosts_handle().get(h) for h in state.host_names()]
+    remote = [h for h in remote if not h.local]
+    for host in remote:  # the host commands themselves, before they are asked anything
+        host.push([paths.REPO / "dnslab"])
+        state.hosts_touched.append(host.name)
+        state.save()
+    facts = check_hosts(state, inventory)
+    state.host_facts = facts
+    state.vxlan = plan_vxlan(state, inventory, facts) if len(state.host_names()) > 1 else {}
+    for host in remote:
+        host.push(files_to_push(rendered, state, host.name))
+    state.save()

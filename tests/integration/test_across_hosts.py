@@ -1,0 +1,112 @@
+"""A lab across two machines, emulated on this one (dnslab.emulate): two host namespaces with
+their own sshd and their own view of the project's folders, joined by an underlay. The lab is
+brought up over the real ssh transport and the real VXLAN, used from the client on host B,
+and torn down; nothing of it may be left on either host."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dnslab import lab as lab_engine
+from dnslab.emulate import emulated_hosts
+from dnslab.errors import LabError
+from dnslab.hosts import Inventory, load_inventory
+
+pytestmark = pytest.mark.integration
+DAEMONS = "named|knotd|nsd|dnsdist|unbound"
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inventory]:
+    with emulated_hosts(tmp_path_factory.mktemp("hosts")) as hosts_file:
+        yield load_inventory(hosts_file)
+
+
+def on_host(inventory: Inventory, name: str, command: str) -> str:
+    spec = inventory.hosts[name]
+    argv = ["ssh", "-o", "BatchMode=yes", "-i", str(spec.identity)]
+    for option in spec.ssh_options:
+        argv += ["-o", option]
+    proc = subprocess.run([*argv, spec.ssh, command], capture_output=True, text=True,
+                          timeout=30)
+    return proc.stdout
+
+
+def nothing_left(inventory: Inventory) -> dict[str, str]:
+    """Namespaces, daemons and lab links on each host, and ssh connections here. The emulated
+    hosts share this machine's process table: a daemon is the host's when it runs in the
+    host's own mount namespace."""
+    left = {}
+    mine = ('me=$(readlink /proc/self/ns/mnt); for p in $(pgrep -x "' + DAEMONS + '"); do '
+            '[ "$(readlink /proc/$p/ns/mnt)" = "$me" ] && echo "daemon $p"; done; ')
+    for name in inventory.hosts:
+        found = on_host(inventory, name, f"ip netns list; {mine}"
+                                          "ip -br link | grep -v -e '^lo' -e mgmt0 -e ul0")
+        if found.strip():
+            left[name] = found
+    mux = subprocess.run(["pgrep", "-f", "dnslab-ssh-.*mux"], capture_output=True, text=True)
+    if mux.stdout.strip():
+        left["controller"] = "ssh connections: " + mux.stdout
+    return left
+
+
+def test_reference_lab_across_two_hosts(inventory: Inventory) -> None:
+    lab = lab_engine.up("reference", runtime="netns", inventory=inventory)
+    try:
+        state = lab.state
+        assert {n: s.host for n, s in state.nodes.items()} == {
+            "primary": "a", "sec-bind": "a", "sec-knot": "a", "sec-nsd": "a",
+            "frontend": "a", "resolver": "a", "client": "b"}
+        assert state.vxlan["mtu"] == 1450 and state.vxlan["underlay_mtu"] == 1500
+        assert set(state.vxlan["underlay"]) == {"a", "b"}
+        for name in ("a", "b"):
+            facts = state.host_facts[name]
+            assert facts["cpus"] and facts["kernel"] and facts["versions"]["iproute2"]
+            assert abs(facts["clock"]["offset_s"]) < 1.0  # one machine: one clock
+        # every server answers the client on the other host, over UDP and TCP
+        for node in ("primary", "sec-bind", "sec-knot", "sec-nsd"):
+            answer = lab.query("client", node, "example.test.", "SOA")
+            assert answer.rcode == "NOERROR" and answer.authoritative
+            assert lab.query("client", node, "example.test.", "SOA", tcp=True).serial == \
+                answer.serial
+        assert lab.query("client", "resolver", "www.example.test.", "A").answers >= 1
+        # a command in a node on host B, through ssh
+        out = subprocess.run(lab.exec_argv("client", ["dig", "+short", "@198.18.0.15",
+                                                      "www.example.test", "A"]),
+                             capture_output=True, text=True, timeout=30).stdout
+        assert out.strip(), "dnsdist on host a did not answer dig on host b"
+        # each node's sysctls were set and read back on its own host
+        assert state.nodes["client"].sysctls["net.ipv4.ip_local_port_range"]
+        rows = lab_engine.status("reference")
+        assert {r["node"]: r["host"] for r in rows}["client"] == "b"
+        assert all(r["health"] in ("NOERROR", "-") for r in rows), rows
+        # the lab's files reached host A at the controller's path; host B has no server's
+        node_dir = lab.node_dir("primary")
+        assert "named.conf" in on_host(inventory, "a", f"ls {node_dir}")
+        assert "named.conf" not in on_host(inventory, "b", f"ls {node_dir} 2>&1")
+    finally:
+        removed = lab_engine.down("reference")
+    assert any("on host a" in item for item in removed)
+    assert any("on host b" in item for item in removed)
+    assert lab_engine.leftovers("reference") == []
+    assert nothing_left(inventory) == {}
+
+
+def test_an_unreachable_host_is_one_line_before_anything_is_created(
+        inventory: Inventory, tmp_path: Path) -> None:
+    raw = yaml.safe_load(Path(inventory.path).read_text())
+    raw["hosts"]["b"]["ssh_options"] = [*raw["hosts"]["b"]["ssh_options"], "Port=2222",
+                                        "ConnectTimeout=5"]
+    broken = tmp_path / "hosts.yml"
+    broken.write_text(yaml.safe_dump(raw))
+    with pytest.raises(LabError) as caught:
+        lab_engine.up("reference", runtime="netns", inventory=load_inventory(broken))
+    assert "host 'b'" in caught.value.message and "ssh" in caught.value.message
+    assert "\n" not in caught.value.one_line()
+    assert lab_engine.leftovers("reference") == []
+    assert nothing_left(inventory) == {}

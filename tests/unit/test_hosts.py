@@ -1,0 +1,179 @@
+"""The inventory of a lab across machines, node placement, the ssh transport's command lines,
+and the checks that refuse a host before anything is created (dnslab.hosts, multihost)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dnslab import hostcmd, multihost, probe
+from dnslab.errors import LabError
+from dnslab.hosts import Host, HostSpec, Inventory, load_inventory, placement
+from dnslab.runtime.base import LabState, NodeState
+
+TWO = """
+hosts:
+  lab: {ssh: local, underlay: 198.19.0.1}
+  gen: {ssh: root@198.19.2.2, underlay: 198.19.0.2, identity: /k, ssh_options: [Port=2222]}
+"""
+
+
+def inventory(tmp_path: Path, text: str = TWO) -> Inventory:
+    path = tmp_path / "hosts.yml"
+    path.write_text(text)
+    return load_inventory(path)
+
+
+def test_inventory_reads_hosts_in_order_with_defaults(tmp_path: Path) -> None:
+    inv = inventory(tmp_path)
+    assert inv.names == ["lab", "gen"]
+    assert inv.hosts["lab"].local and not inv.hosts["gen"].local
+    assert inv.hosts["gen"].python == "/usr/bin/python3"
+    assert inv.vxlan_port == 4789 and inv.mtu is None
+    assert Inventory.from_dict(inv.as_dict()).hosts == inv.hosts
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("hosts: {}", "no 'hosts:' map"),
+    ("hosts: [a, b]", "no 'hosts:' map"),
+    ("hosts: {a: {underlay: 198.19.0.1}}", "no 'ssh' target"),
+    ("hosts: {a: {ssh: local, port: 22}}", "unknown field 'port'"),
+    ("hosts: {a: {ssh: local, underlay: lab-a}}", "is not an IPv4 address"),
+    ("hosts: {a: {ssh: local, underlay: 198.19.0.1}, b: {ssh: root@x}}", "no underlay"),
+    ("hosts: {a: {ssh: local}}\nvxlan: {mtu: 100}", "outside 1280-9000"),
+    ("hosts: {a: {ssh: local}}\nvxlan: {port: many}", "are numbers"),
+    (": : :", "not YAML"),
+])
+def test_a_bad_inventory_is_one_line_that_says_how_to_fix_it(tmp_path: Path, text: str,
+                                                              words: str) -> None:
+    with pytest.raises(LabError) as caught:
+        inventory(tmp_path, text)
+    assert words in caught.value.message
+    assert caught.value.hint and "\n" not in caught.value.one_line()
+
+
+def test_a_missing_inventory_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="no such inventory file"):
+        load_inventory(tmp_path / "nope.yml")
+
+
+NODES = {"primary": ("primary", None), "sec": ("secondary", None), "client": ("client", None)}
+
+
+def test_placement_puts_the_generator_on_the_second_host_and_servers_on_the_first(
+        tmp_path: Path) -> None:
+    inv = inventory(tmp_path)
+    assert placement(inv, NODES) == {"primary": "lab", "sec": "lab", "client": "gen"}
+    assert placement(inv, NODES, generator_host="lab", server_host="gen") == {
+        "primary": "gen", "sec": "gen", "client": "lab"}
+    labelled = {**NODES, "sec": ("secondary", "gen")}
+    assert placement(inv, labelled)["sec"] == "gen"
+
+
+def test_placement_refuses_a_host_the_inventory_lacks(tmp_path: Path) -> None:
+    inv = inventory(tmp_path)
+    with pytest.raises(LabError, match="GENERATOR_HOST names host 'nope'"):
+        placement(inv, NODES, generator_host="nope")
+    with pytest.raises(LabError, match="dnslab.host label names host 'x'"):
+        placement(inv, {"sec": ("secondary", "x")})
+
+
+def test_a_remote_command_is_one_quoted_ssh_argument_over_a_shared_connection(
+        tmp_path: Path) -> None:
+    host = Host(inventory(tmp_path).hosts["gen"])
+    argv = host.argv(["dig", "@198.18.0.11", "a b", "SOA"])
+    assert argv[0] == "ssh" and argv[-2] == "--"
+    assert shlex.split(argv[-1]) == ["dig", "@198.18.0.11", "a b", "SOA"]
+    joined = " ".join(argv)
+    assert "BatchMode=yes" in joined and "ControlMaster=auto" in joined
+    assert "-i /k" in joined and "Port=2222" in joined and "root@198.19.2.2" in argv
+    local = Host(inventory(tmp_path).hosts["lab"])
+    assert local.argv(["true"]) == ["true"]
+
+
+def test_a_host_command_reply_or_its_error_comes_back_as_json() -> None:
+    host = Host(HostSpec("gen", "root@198.19.2.2"))
+    assert hostcmd.decode_reply(0, '{"ok": [1, 2]}\n', "", host) == [1, 2]
+    with pytest.raises(LabError, match="host 'gen': bad key") as caught:
+        hostcmd.decode_reply(2, '{"error": "bad key", "hint": "fix it"}', "", host)
+    assert caught.value.hint == "fix it"
+    with pytest.raises(LabError, match="cannot be reached over ssh"):
+        hostcmd.decode_reply(255, "", "Connection refused", host)
+    with pytest.raises(LabError, match="No module named 'dns'") as caught:
+        hostcmd.decode_reply(1, "", "ModuleNotFoundError: No module named 'dns'", host)
+    assert "apt-get install -y python3-yaml python3-dnspython" in (caught.value.hint or "")
+
+
+def test_an_answer_travels_as_json_unchanged() -> None:
+    answer = probe.Answer(rcode="NOERROR", authoritative=True, answers=1, serial=7, size=3,
+                          truncated=False, additional=1, texts=["x"], wire=b"\x00\x01\xff")
+    assert probe.answer_from_dict(probe.answer_to_dict(answer)) == answer
+
+
+class FakeHost:
+    """A host whose `facts` are given."""
+
+    def __init__(self, name: str, facts: dict[str, Any]):
+        self.name, self.facts, self.local = name, facts, True
+
+    def call(self, verb: str, **args: Any) -> Any:
+        assert verb == "facts"
+        return {**self.facts, "versions": {p: self.facts["versions"].get(p)
+                                           for p in args["packages"]}}
+
+
+def split_state(facts: dict[str, dict[str, Any]], tmp_path: Path) -> tuple[LabState, Inventory]:
+    inv = inventory(tmp_path)
+    state = LabState(lab="t", runtime="netns", topology="", root=str(tmp_path))
+    for name, host, kind in (("primary", "lab", "bind"), ("client", "gen", "tools")):
+        state.nodes[name] = NodeState(name=name, role="", server=kind, address="", netns="",
+                                      log="", host=host)
+    state.hosts = inv.as_dict()
+    hosts = state.hosts_handle()
+    for name, found in facts.items():
+        hosts._hosts[name] = FakeHost(name, found)  # type: ignore[assignment]
+    return state, inv
+
+
+def host_facts(versions: dict[str, str], mtu: int = 1500) -> dict[str, Any]:
+    installed = {p: "1" for p in ["iproute2", "python3-yaml", "python3-dnspython",
+                                  "python3-psutil", "bind9", "bind9-utils", "dnsperf",
+                                  "bind9-dnsutils", "knot-dnsutils"]}
+    return {"python": "3.11.2", "versions": {**installed, **versions},
+            "routes": {"198.19.0.9": {"dev": "eth0", "mtu": mtu}}}
+
+
+def test_hosts_that_disagree_on_a_package_version_are_refused(tmp_path: Path) -> None:
+    state, inv = split_state({"lab": host_facts({"iproute2": "6.1"}),
+                              "gen": host_facts({"iproute2": "5.10"})}, tmp_path)
+    with pytest.raises(LabError, match="hosts disagree on the version of iproute2"):
+        multihost.check_hosts(state, inv)
+
+
+def test_a_host_lacking_its_nodes_packages_is_named_with_the_apt_line(tmp_path: Path) -> None:
+    state, inv = split_state({"lab": host_facts({"bind9": None}),  # type: ignore[dict-item]
+                              "gen": host_facts({})}, tmp_path)
+    with pytest.raises(LabError, match="host 'lab' lacks packages its nodes need: bind9") as c:
+        multihost.check_hosts(state, inv)
+    assert "apt-get install" in (c.value.hint or "")
+
+
+def test_an_old_python_on_a_host_is_refused(tmp_path: Path) -> None:
+    old = {**host_facts({}), "python": "3.9.2"}
+    state, inv = split_state({"lab": host_facts({}), "gen": old}, tmp_path)
+    with pytest.raises(LabError, match="host 'gen' has python 3.9.2"):
+        multihost.check_hosts(state, inv)
+
+
+def test_the_lan_mtu_is_the_underlay_less_the_vxlan_overhead(tmp_path: Path) -> None:
+    facts = {"lab": host_facts({}), "gen": host_facts({}, mtu=1400)}
+    state, inv = split_state(facts, tmp_path)
+    plan = multihost.plan_vxlan(state, inv, facts)
+    assert plan["mtu"] == 1350 and plan["underlay_mtu"] == 1400 and plan["port"] == 4789
+    assert plan["underlay"] == {"lab": "198.19.0.1", "gen": "198.19.0.2"}
+    inv.mtu = 1450  # more than 1400 - 50: large answers would be dropped
+    with pytest.raises(LabError, match="does not fit the underlay"):
+        multihost.plan_vxlan(state, inv, facts)
