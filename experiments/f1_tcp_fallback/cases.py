@@ -97,6 +97,7 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.not-cpu-bound", PRESENT, f1()),
     ("F1.not-cpu-bound", ABSENT, f1(tuned_kw={"cpu": 97.0})),
     ("F1.not-cpu-bound", ABSENT, f1(after_kw={"cpu": 70.0})),
+    ("F1.not-cpu-bound", REVERSED, f1(cpu=99.0)),  # CPU-bound untuned and tuned
     ("F1.not-cpu-bound", UNMET, f1(burst=False)),
     ("F1.not-cpu-bound", UNMET, f1(cpu=None)),
     ("F1.queue-symptoms", PRESENT, f1()),
@@ -104,6 +105,9 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.queue-symptoms", ABSENT, f1(tuned_kw={"overflows": {float(r): 5 for r in
                                                              range(4000, 6001, 200)}})),
     ("F1.queue-symptoms", PRESENT, f1(after_kw={"fail_drops": 0, "rcvbuf": {4200.0: 120}})),
+    # tuned, more drops per step than the untuned failing step had
+    ("F1.queue-symptoms", REVERSED, f1(tuned_kw={"overflows": {float(r): 50 for r in
+                                                               range(4000, 6001, 200)}})),
     ("F1.queue-symptoms", UNMET, f1(after_kw={"rcvbuf": {4200.0: ""}})),  # not recorded
     ("F1.queue-symptoms", UNMET, f1(tuned=4000)),  # tuned held no load the untuned failed
     ("F1.latency-grows", PRESENT, f1()),
@@ -144,6 +148,7 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.function-sync", PRESENT, f1(function=(3, 3, True))),
     ("F1.function-sync", ABSENT, f1(function=(3, 1, True))),
     ("F1.function-sync", ABSENT, f1(function=(3, 3, False))),  # the load failed meanwhile
+    ("F1.function-sync", REVERSED, f1(function=(3, 0, True))),  # none arrived
     ("F1.function-sync", UNMET, f1()),
     # passed by accident before ("not reproduced: 24 of 24 changes synced, a load step
     # failed"): the function test ran at a capacity whose burst failed

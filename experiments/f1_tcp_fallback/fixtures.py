@@ -235,3 +235,43 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
     from experiments.f1_tcp_fallback import cases
 
     return {"tcp-fallback": cases.f1(function=(3, 3, True))}
+
+
+def like_54c4(root: Path) -> Path:
+    """A run shaped like the full `tcp-fallback` run 20261125T204012Z-54c4 (BIND 9.16) as
+    NOTES.md describes it: the seed's coarse steps failing, a descent and a fine pass to the
+    stair capacities 1,600 / 2,000 (before, untuned / tuned) and 1,075 / 1,840 (after) at 72 /
+    87 / 65 / 96 % CPU, every 600 s burst failed, the untuned stairs' failing steps ending on a
+    retried SYN (worst TAT 1,049-1,096 ms), 24 of 24 function-test changes synced with three of
+    the four loads failing, answers 17,907 -> 24,554 B (model 14,616 -> 22,788 B), 23.1 % over
+    TCP, the generator's ceiling 21,417 qps. What the notes do not give is chosen and said:
+    p99 TAT 5 ms where a step passed, 300 ms where it failed; two SYNs dropped in each untuned
+    failing step, none in the tuned stairs' passing steps; the tuned `before` function-test
+    load the one that passed."""
+    def cell(records: str, tuning: str, capacity: float, step: float, first: tuple[float, ...],
+             cpu: float, burst_ms: float, passed_function: bool, worst_pass: float,
+             worst_fail: float, drops: int, sizes: dict[str, Any]) -> CellData:
+        start = capacity - step
+        rates = [*first, *np.arange(start, capacity + 2.5 * step, step)]
+        worst = {float(r): (worst_pass if r <= capacity else worst_fail) for r in rates}
+        p99 = {float(r): (5.0 if r <= capacity else 300.0) for r in rates}
+        made = fallback_cell("bind916", records, tuning, capacity, ceiling=21417,
+                             figures=sizes, burst=False, cpu=cpu, start=start, step=step,
+                             first=first, worst_ms=worst, p99_ms=p99, fail_drops=drops,
+                             tcp_share=0.231, function=(6, 6, passed_function))
+        made.figures["burst_max_ms"] = burst_ms
+        return made
+
+    before = answer_sizes(17907, 172, full=14616, full_extra=172)
+    after = answer_sizes(24554, 218, full=22788, full_extra=218)
+    cells = [
+        cell("before", "untuned", 1600, 80, (2000.0, 3000.0), 72.0, 1193.0, False, 43.0,
+             1096.0, 2, before),
+        cell("before", "tuned", 2000, 100, (3000.0,), 87.0, 5000.0, True, 60.0, 5000.0, 0,
+             before),
+        cell("after", "untuned", 1075, 51, (2000.0, 3000.0, 1600.0, 1280.0), 65.0, 1049.0,
+             False, 45.0, 1096.0, 2, after),
+        cell("after", "tuned", 1840, 92, (2000.0, 3000.0), 96.0, 3500.0, False, 70.0, 5000.0,
+             0, after),
+    ]
+    return fallback_run(root, cells, run_id="20261125T204012Z-54c4")

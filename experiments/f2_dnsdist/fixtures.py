@@ -111,3 +111,22 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
     from experiments.f2_dnsdist import cases
 
     return {"dnsdist-listeners": cases.f2()}
+
+
+def like_eb86(root: Path) -> Path:
+    """A run shaped like the full `dnsdist-listeners` run 20261125T220415Z-eb86 (kxdpgun open
+    loop, 2 cores: dnsdist on one) as NOTES.md gives it: the flood sent 331,644 qps to the
+    sink's ceiling cell and 285,332 to dnsdist; one listener answered 128,776 (171,823
+    failed/s), one reusePort listener with big buffers and recvmmsg 162,950 (122,381)."""
+    return dnsdist_run(root, untuned=128776, tuned=162950, ceiling=331644, listeners=1,
+                       untuned_fail=171823.0, tuned_fail=122381.0, generator="kxdpgun",
+                       flood_qps=285332, cpus=2, run_id="20261125T220415Z-eb86")
+
+
+def like_6db9(root: Path) -> Path:
+    """A run shaped like the full `dnsdist-listeners GENERATOR=dnsperf` run
+    20261124T085657Z-6db9: dnsperf's ceiling 67,589 qps; one listener 67,742 qps with 344.3
+    failed/s, the tuned listener 70,015 with none; dnsdist on one core."""
+    return dnsdist_run(root, untuned=67742, tuned=70015, ceiling=67589, listeners=1,
+                       untuned_fail=344.3, tuned_fail=0.0, cpus=2,
+                       run_id="20261124T085657Z-6db9")

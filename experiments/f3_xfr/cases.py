@@ -158,6 +158,7 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     # F3, other experiments
     ("F3.tld.repeatable", PRESENT, tld(STEADY)),
     ("F3.tld.repeatable", ABSENT, tld([*STEADY[:9], 29.0])),
+    ("F3.tld.repeatable", REVERSED, tld([20.0, 33.0] * 5)),  # every AXFR +-25 % off
     ("F3.tld.repeatable", UNMET, tld(STEADY, timing_source=None)),
     ("F3.tld.repeatable", UNMET, tld(STEADY[:2])),
     # passed by accident before: 3 steady repetitions (CI) are not the seed's 10

@@ -180,12 +180,14 @@ def fluid_cell(params: dict[str, Any], ports: int, rate: float, zones: int, *,
     """A cold start at the seed's scale without simulating each transfer: per second `rate`
     transfer attempts, each opening `conns_per_zone` connections (XoT may reuse one), closed
     connections held `tw_lifetime` s in TIME_WAIT, attempts failing once every port is held.
-    Writes the 1 Hz monitor, zones served and the connect failures (not each transfer_ok)."""
+    Writes the 1 Hz monitor, zones served and the connect failures (not each transfer_ok);
+    as a real monitor, its first sample is taken at the start (t=0, nothing opened yet) and
+    each later one at the end of a second's work."""
     closed: list[float] = []  # connections closed per second, for TIME_WAIT
     served = opens = 0.0
     events: list[list[Any]] = []
-    mon_rows: list[list[Any]] = []
-    done_rows: list[list[Any]] = []
+    mon_rows: list[list[Any]] = [[0, 5.0, 52000, 0, 0, 1000, 3, 0, 0, 0, 2, 0, 0, 6]]
+    done_rows: list[list[Any]] = [[0, 0]]
     for sec in range(duration_s + 1):
         held = sum(closed[-int(tw_lifetime):]) if tw_lifetime >= 1 else 0.0
         attempts = min(rate, zones - served)
@@ -197,9 +199,9 @@ def fluid_cell(params: dict[str, Any], ports: int, rate: float, zones: int, *,
         opens += ok * conns_per_zone
         closed.append(ok * conns_per_zone)
         tw = min(sum(closed[-int(tw_lifetime):]) if tw_lifetime >= 1 else 0.0, ports)
-        mon_rows.append([sec, 5.0, 52000, 0, 0, int(1000 + opens), 3, 0, 0, 0, 2, int(tw), 0,
-                         int(tw) + 6])
-        done_rows.append([sec, int(served)])
+        mon_rows.append([sec + 1, 5.0, 52000, 0, 0, int(1000 + opens), 3, 0, 0, 0, 2, int(tw),
+                         0, int(tw) + 6])
+        done_rows.append([sec + 1, int(served)])
         if served >= zones:
             break
     return CellData(
@@ -324,3 +326,56 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
                                  messages=47_650),
             "xfr-smallest": cases.smallest([0.012, 0.018, 0.015], error_s=0.01),
             "xfr-zone-sweep": cases.sweep({50: 5.0, 100: 10.0, 200: 80.0, 400: None})}
+
+
+def like_1766(root: Path) -> Path:
+    """A run shaped like the full `xfr-30k-zones` run 20261125T174657Z-1766 as NOTES.md gives
+    it: calibrations at 437 (TCP) and 506 (TLS) connections/s with the seed's range, the
+    default's range sized to run out at 38 s (16,598 and 19,239 ports), three repetitions of
+    default / wide-ports / tw-buckets-1000 (cap 588 / 681) over TCP and TLS, 30,000 zones; BIND
+    to BIND over TLS opening one connection per zone, in 0.92-1.04x TCP's time. The cold
+    starts are the fluid model of `fluid_cell` (not each transfer), so the failure counts and
+    times are the model's. Its rate is constant, where the real calibrations slowed after
+    their first 38 s: they are modelled at the rates that give their TIME_WAIT peaks with the
+    seed's range (20,298 and 23,083 of 28,232: 340 and 385 connections/s)."""
+    cells = [seed_calibration_cell(340), seed_calibration_cell(385, transport="tls")]
+    ports = {"tcp": 16598, "tls": 19239}
+    rates = {"tcp": (437.0, 430.0, 445.0), "tls": (475.0, 430.0, 428.0)}
+    caps = {"tcp": "588", "tls": "681"}
+    for transport in ("tcp", "tls"):
+        for rep in range(3):
+            rate = rates[transport][rep]
+            ends = {"transport": transport, "rep": rep, "primary": "bind", "secondary": "bind"}
+            cells.append(fluid_cell({**ends, "profile": "default"}, ports[transport], rate,
+                                    30000, duration_s=400))
+            cells.append(fluid_cell({**ends, "profile": "wide-ports"}, 63453, rate, 30000))
+            capped = fluid_cell({**ends, "profile": "tw-buckets-1000"}, ports[transport],
+                                rate, 30000, tw_lifetime=1.4)
+            capped.sysctls["sec"]["net.ipv4.tcp_max_tw_buckets"] = caps[transport]
+            cells.append(capped)
+    return write_xfr_run(root, "xfr-30k-zones", cells,
+                         params={"zones": 30000, "deadline_s": 600, "secondary": "bind",
+                                 "failure_at_s": 38.0, "transports": ["tcp", "tls"]},
+                         run_id="20261125T174657Z-1766")
+
+
+def like_9931(root: Path) -> Path:
+    """A run shaped like the full `xfr-smallest` run 20261125T221010Z-9931: BIND, Knot and NSD,
+    10 repetitions each, 0.209-0.219 s from process start to the first SOA answer (NSD's first
+    0.075 s), error bar +-0.007 s; the AXFR alone 0.000 s by each secondary's log."""
+    starts = {s: [0.209, 0.212, 0.215, 0.219, 0.21, 0.211, 0.213, 0.21, 0.214, 0.216]
+              for s in ("bind", "knot", "nsd")}
+    starts["nsd"][0] = 0.075
+    return write_xfr_run(root, "xfr-smallest", timed_cells(
+        starts, error_s=0.007, records=2, timing_source="start-to-soa",
+        log_spans={s: [0.0] * 10 for s in starts}), run_id="20261125T221010Z-9931")
+
+
+def like_2c96(root: Path) -> Path:
+    """A run shaped like the full `xfr-tld` run 20261125T221025Z-2c96: BIND 9.18, 14 M records,
+    446.6 MB in 36,360 messages, 10 AXFRs timed by the secondary's log (ms), 25.0 s first and
+    20.8-23.6 s after, mean 22.4 s, relative standard deviation 5.4 %."""
+    return write_xfr_run(root, "xfr-tld", timed_cells(
+        {"bind": [25.0, 23.6, 22.6, 22.1, 21.7, 22.3, 20.8, 21.5, 22.6, 21.4]}, error_s=0.001,
+        records=14_000_001, bytes_=446_600_000, messages=36_360),
+        run_id="20261125T221025Z-2c96")

@@ -131,3 +131,15 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
     from experiments.f4_resolver_cache import cases
 
     return {"resolver-cache": cases.f4()}
+
+
+def like_6566(root: Path) -> Path:
+    """A run shaped like the full `resolver-cache` run 20261125T182917Z-6566 as NOTES.md gives
+    it: cold / warm 570 / 2,880 qps at -q 100, 1,096 / 5,093 at -q 200, 1,585 / 5,171 at
+    -q 300, dnsperf's ceiling 87,293-96,184 qps (the lowest taken for every -q), a warm tail of
+    1.46 % SERVFAIL and 0.3 % lost. Not in those notes, taken from the run before it (8d78):
+    the cold passes' 95 ms average latency and the slowest answer, 1.9 s (its SERVFAILs)."""
+    qps = {("cold", 100): 570, ("warm", 100): 2880, ("cold", 200): 1096, ("warm", 200): 5093,
+           ("cold", 300): 1585, ("warm", 300): 5171}
+    return resolver_run(root, qps, cold_latency_ms=95.0, tail=0.018, generator_max=87293,
+                        slowest_ms=1900.0, run_id="20261125T182917Z-6566")

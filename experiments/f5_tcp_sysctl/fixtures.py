@@ -156,3 +156,17 @@ def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
                                          "tcp-sack-0": 1.0, "esnet-10g": 1.0},
                                    latency_gain={"diiner": 0.95, "tcp-sack-0": 1.015},
                                    lost_gain={"diiner": 0.02}, trials=20, spread=0.003)}
+
+
+def like_cdcf(root: Path) -> Path:
+    """A run shaped like the full `tcp-sysctl` run 20261125T145605Z-cdcf as NOTES.md gives it:
+    20 rounds of default, diiner (+0.7 % qps, 3.41 against 3.34 ms) and tso-win-divisor-1
+    (+0.6 %, 3.34 ms), Knot saturated (63 % of the offered rate answered), trials spread with a
+    CV of ~5.5 %, the default's listen queue overflowing, next to no query lost. The trials'
+    noise (seed 31) puts the medians at +1.6 % (diiner) and -0.05 % (tso-win-divisor-1)."""
+    return tcp_sysctl_run(root, gain={"diiner": 1.007, "tso-win-divisor-1": 1.006},
+                          latency_gain={"diiner": 3.41 / 3.34}, trials=20, spread=0.055,
+                          seed=31,
+                          answered_share=0.63, lost_gain={"default": 0.001, "diiner": 0.0,
+                                                          "tso-win-divisor-1": 0.001},
+                          run_id="20261125T145605Z-cdcf")
