@@ -21,7 +21,7 @@ from dnslab import findings
 from dnslab.servers import manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-# a finding's synthetic runs and claim cases, test data as tests/ is
+# a finding's synthetic runs and its claims' cases built from them: test data as tests/ is
 FIXTURES = ("fixtures.py", "cases.py")
 # every server kind with a daemon and its binary (from the manifests), and the control tools
 # the drivers run
