@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from dnslab import lab as lab_engine
 from dnslab.errors import LabError
 from dnslab.experiment_spec import (
     ExperimentSpec,
+    check_params,
     load_spec,
     parse_overrides,
     resolve_params,
@@ -518,11 +519,11 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         resume_path, params = None, resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
     topo = lab_engine.topology.load(spec.topology)
+    check_params(spec, params, topo)  # every value, before any work and any run folder
     if hosts.inventory is not None and runtime == "auto":
         runtime = "netns"  # the one runtime a lab across hosts has for now
-    if runtime == "auto":
-        # chosen once for the whole run, and said why (every cell then uses the same one)
-        runtime = lab_engine.get_runtime(runtime, topo).name
+    # chosen (auto: said why) and checked once for the whole run, before the first cell
+    runtime = lab_engine.get_runtime(runtime, topo).name
     lab_name = topo.name
     lab_engine.clear_stale(lab_name)
     found = lab_engine.leftovers(lab_name)
@@ -544,6 +545,16 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     try:
         run_fn(run)
         complete = True
+    except LabError:
+        if resume_path is None and not run.writer.meta.get("cells"):
+            # refused before its first cell (a check only the procedure can make): nothing
+            # was measured, so no folder is left to look like a run
+            shutil.rmtree(run.path, ignore_errors=True)
+            with suppress(OSError):
+                run.path.parent.rmdir()  # the experiment's folder, when this was its only run
+            print(f"run refused before its first cell: {run.path} removed", file=sys.stderr)
+        raise
     finally:
-        run.finish(complete)
+        if run.path.exists():
+            run.finish(complete)
     return run

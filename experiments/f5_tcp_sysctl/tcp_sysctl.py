@@ -77,6 +77,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
+from dnslab.thresholds import SATURATED_SHARE
 from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
@@ -231,12 +232,6 @@ def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
             f"ceiling_sent_qps_l{load}": perf.median([r["sent_qps"] for r in mine]),
         })
     return figures
-
-
-# The F5 claims judge a profile only where the default answered less than this share of
-# the offered rate (claims.py beside this module, `max_share`; a unit test keeps the two
-# equal): below it the server, not the load, set the qps.
-SATURATED_SHARE = 0.97
 
 
 def unsaturated_warning(rows: list[dict[str, Any]], loads: list[int]) -> str | None:
