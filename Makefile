@@ -1,7 +1,7 @@
 # DNS performance lab. Every target ends in the `dnslab` CLI or a script; see README.md.
 #   make lab up [LAB=reference] [RUNTIME=auto|clab|netns]     make lab down|status
 #   make lab exec NODE=client CMD="dig @198.18.0.11 example.test SOA"
-#   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]
+#   make experiment EXP=xfr-30k-zones [SCALE=ci] [KEY=VALUE ...]      make show EXP=xfr-30k-zones
 #   make reproduce [SCALE=ci] [RESUME=results/campaign/<id>]
 #   make book [RUNS="results/<exp>/<run-id> ..."]
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
@@ -26,7 +26,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
 endif
 
 .PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
-        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings analysis compare runs book reproduce clean
+        containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings bench-hosts analysis compare runs book reproduce show clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
 	@scripts/setup.sh && touch $@
@@ -46,6 +46,10 @@ endif
 
 experiment: $(VENV)/.installed
 	@$(DNSLAB) experiment run "$(EXP)" $(filter-out EXP=%,$(MAKEOVERRIDES))
+
+# what an experiment is: its story, parameters (defaults, scales, choices), claims and plots
+show: $(VENV)/.installed
+	@$(DNSLAB) experiment show "$(EXP)"
 
 analysis: $(VENV)/.installed
 	@$(PY) -m analysis run $(RUN)
@@ -115,6 +119,10 @@ bench-ceilings: $(VENV)/.installed
 
 bench-dnsload: $(VENV)/.installed dnsload
 	@$(PY) -m bench.bench_dnsload --netns
+
+# the cost of the path between two lab hosts (VXLAN), on two hosts emulated here
+bench-hosts: setup dnsload
+	@$(PY) -m bench.bench_hosts
 
 clean:
 	@$(DNSLAB) lab down

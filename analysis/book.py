@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import textwrap
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,19 +32,17 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from analysis.claim import REPRODUCTION  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
+from analysis.report import TEMPLATES  # noqa: E402
 from analysis.rundata import Run, load_run  # noqa: E402
+from analysis.verdicts import status_word  # noqa: E402
 from dnslab import findings, results  # noqa: E402
 from dnslab.errors import LabError  # noqa: E402
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 SLIDE_INCHES = (13.333, 7.5)  # 16:9
-STATUS_WORD = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
-               "not_applicable": "Not applicable", "incomplete": "Incomplete",
-               "error": "Error"}
 STATUS_COLOUR = {"reproduced": "#1b7837", "not_reproduced": "#b2182b",
                  "not_applicable": "#6b6b6b", "incomplete": "#b8860b", "error": "#b2182b"}
-REPRODUCTION = "reproduction"
 # CJK script (two sources are Japanese): the deck's font has no glyphs for it, and each
 # source carries an English gloss beside its title
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]+")
@@ -88,7 +87,8 @@ def line_of(verdict: dict[str, Any]) -> str:
     if verdict.get("line"):
         return str(verdict["line"])
     said = verdict.get("measured") or verdict.get("detail") or ""
-    return f"{STATUS_WORD.get(verdict['status'], verdict['status'])}: {said}".strip()
+    word = status_word(verdict["status"], verdict.get("kind", REPRODUCTION))
+    return f"{word}: {said}".strip()
 
 
 def newest_runs(root: Path) -> list[Path]:
@@ -313,20 +313,39 @@ def write_deck(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
 
 def build(run_folders: list[Path] | None = None, *, results_root: Path,
           out: Path | None = None) -> Path:
-    """Build the book into a new folder (under `results_root/book/` unless `out` is given)."""
+    """Build the book into a new folder (under `results_root/book/` unless `out` is given).
+    The runs are checked first (each a run of an experiment of a finding, its summary
+    readable); a book that fails on the way leaves no folder behind."""
     folders = [Path(f) for f in run_folders] if run_folders else newest_runs(results_root)
     for folder in folders:
         if not results.is_run(folder):
             raise LabError(f"{folder} is not a run folder (no meta.json)",
                            hint="RUNS=results/<experiment>/<run-id> ...")
+        run = load_run(folder)
+        if findings.finding_of(run.experiment) is None:
+            raise LabError(f"{folder}: experiment {run.experiment!r} belongs to no finding",
+                           hint="name run folders of the lab's experiments")
+        if (folder / "summary.json").is_file():
+            _summary(folder)  # readable, or a one-line error now
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise LabError(f"{out} is not empty: a book is never written over another",
+                       hint="give a new --out folder")
+    created = out is None or not out.exists()
     target = out if out is not None else _new_folder(Path(results_root) / "book")
     target.mkdir(parents=True, exist_ok=True)
-    if any(target.iterdir()):
-        raise LabError(f"{target} is not empty: a book is never written over another",
-                       hint="give a new --out folder")
-    pages = collect(folders, target)
-    env = environment(pages)
-    write_html(pages, env, target)
-    titles = write_deck(pages, env, target)
-    (target / "slides.txt").write_text("\n".join(titles) + "\n")
+    try:
+        pages = collect(folders, target)
+        env = environment(pages)
+        write_html(pages, env, target)
+        titles = write_deck(pages, env, target)
+        (target / "slides.txt").write_text("\n".join(titles) + "\n")
+    except BaseException:
+        # half a book is no book: what was written goes (the folder too, when made here)
+        shutil.rmtree(target, ignore_errors=True)
+        if not created:
+            target.mkdir()
+        elif out is None:
+            with suppress(OSError):
+                target.parent.rmdir()  # results/book/, when this was to be its first book
+        raise
     return target

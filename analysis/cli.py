@@ -80,10 +80,9 @@ def runs_cmd(
     for col in ("run", "complete", "verdicts"):
         table.add_column(col)
     for row in rows:
-        counts: dict[str, int] = {}
-        for v in row["verdicts"]:
-            counts[v["status"]] = counts.get(v["status"], 0) + 1
-        text = ", ".join(f"[{STYLE.get(s, '')}]{n} {s}[/]" for s, n in counts.items())
+        # checks of the lab are counted apart, never as reproductions
+        text = ", ".join(f"[{STYLE.get(status, '')}]{label}[/]"
+                         for label, status, _ in index.verdict_counts(row["verdicts"]))
         table.add_row(row["path"], "yes" if row["complete"] else "[yellow]no[/]",
                       text or "[dim]not analysed[/]")
     out.print(table)

@@ -4,7 +4,10 @@ The files in the run folders are the truth; the index is a cache for listing and
 runs and can be deleted at any time (`update(root)` rebuilds it). Tables:
 - `runs(path, experiment, run_id, started, ended, complete, runtime, kernel, git, params,
   cells, analysed)`; `path` is relative to the results root (`<exp>/<run-id>`)
-- `verdicts(path, claim_id, finding, title, status, published, measured, tolerance, detail)`
+- `verdicts(path, claim_id, finding, kind, title, status, published, measured, tolerance,
+  detail)`; `kind` says whether a verdict is a reproduction or a check of the lab
+  (calibration, lab check), and `verdict_counts` never counts a check as a reproduction.
+An index written before a column existed is dropped and rebuilt from the run folders.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ CREATE TABLE IF NOT EXISTS runs (
   analysed TEXT
 );
 CREATE TABLE IF NOT EXISTS verdicts (
-  path TEXT, claim_id TEXT, finding TEXT, title TEXT, status TEXT, published TEXT,
+  path TEXT, claim_id TEXT, finding TEXT, kind TEXT, title TEXT, status TEXT, published TEXT,
   measured TEXT, tolerance TEXT, detail TEXT, PRIMARY KEY (path, claim_id)
 );
 """
+VERDICT_COLUMNS = ["path", "claim_id", "finding", "kind", "title", "status", "published",
+                   "measured", "tolerance", "detail"]
+REPRODUCTION = "reproduction"  # as analysis.claim names the kinds
+CHECK_KINDS = {"calibration", "lab_check"}
 
 
 def db_path(root: Path) -> Path:
@@ -41,6 +48,10 @@ def _connect(root: Path) -> sqlite3.Connection:
         raise LabError(f"no results folder at {root}",
                        hint="run an experiment first, or pass --results")
     con = sqlite3.connect(db_path(root))
+    columns = [row[1] for row in con.execute("PRAGMA table_info(verdicts)")]
+    if columns and columns != VERDICT_COLUMNS:
+        # an older index (a cache): dropped, rebuilt from the run folders by `update`
+        con.executescript("DROP TABLE IF EXISTS verdicts; DROP TABLE IF EXISTS runs;")
     con.executescript(SCHEMA)
     return con
 
@@ -80,9 +91,10 @@ def _upsert(con: sqlite3.Connection, root: Path, run_dir: Path) -> None:
          json.dumps(meta.get("params") or {}, sort_keys=True), n_cells,
          (summary.get("analysis") or {}).get("generated")))
     for v in summary.get("verdicts") or []:
-        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?)",
-                    (rel, v.get("claim_id"), v.get("finding"), v.get("title"), v.get("status"),
-                     v.get("published"), v.get("measured"), v.get("tolerance"), v.get("detail")))
+        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (rel, v.get("claim_id"), v.get("finding"), v.get("kind") or REPRODUCTION,
+                     v.get("title"), v.get("status"), v.get("published"), v.get("measured"),
+                     v.get("tolerance"), v.get("detail")))
 
 
 def update(root: Path, runs: Iterable[Path] | None = None) -> Path:
@@ -118,3 +130,27 @@ def list_runs(root: Path, experiment: str | None = None) -> list[dict[str, Any]]
                 "SELECT * FROM verdicts WHERE path = ? ORDER BY rowid", (row["path"],))]
     con.close()
     return rows
+
+
+CHECK_STATUS = {"reproduced": "hold", "not_reproduced": "fail"}
+
+
+def verdict_counts(verdicts: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """(label, status, count) per kind of verdict, reproductions first: "3 reproduced",
+    "1 not applicable", then the checks of the lab apart ("4 lab checks hold", "1 lab check
+    fails"): a calibration or lab check that passed is never counted as reproduced."""
+    counts: dict[tuple[bool, str], int] = {}
+    for v in verdicts:
+        check = (v.get("kind") or REPRODUCTION) in CHECK_KINDS
+        key = (check, str(v.get("status")))
+        counts[key] = counts.get(key, 0) + 1
+    out = []
+    for (check, status), n in sorted(counts.items(), key=lambda kv: kv[0][0]):
+        if not check:
+            out.append((f"{n} {status.replace('_', ' ')}", status, n))
+            continue
+        word = CHECK_STATUS.get(status)
+        noun = "lab check" if n == 1 else "lab checks"
+        verb = (word + ("s" if n == 1 else "")) if word else status.replace("_", " ")
+        out.append((f"{n} {noun} {verb}", status, n))
+    return out

@@ -31,6 +31,7 @@ class CellData:
     params: dict[str, Any]
     figures: dict[str, Any] = field(default_factory=dict)
     csv: dict[str, tuple[list[str], list[list[Any]]]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # other raw files: name -> text
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     requested: dict[str, dict[str, str]] | None = None  # default: what was read back
     finished: bool = True  # False: interrupted before cell.json was written
@@ -74,6 +75,9 @@ def write_run(root: Path, experiment: str, cells: list[CellData], *,
                               cell.sysctls if cell.requested is None else cell.requested)
         for name, (header, rows) in cell.csv.items():
             write_csv(cell_dir / name, header, rows)
+        for name, text in cell.files.items():
+            (cell_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            (cell_dir / name).write_text(text)
         if cell.finished:
             writer.write_cell(cell.cell_id, cell.figures, "complete")
             writer.end_cell(cell.cell_id, "2025-01-01T00:03:00+00:00", "complete")

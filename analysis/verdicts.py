@@ -9,7 +9,9 @@ the run's experiment, with a small plugin that
   {claim_id, finding, kind, title, status, line, conditions, published, source, effect,
    tolerance, precondition, fails_when, measured, detail, note}: `line` is one sentence for
   a slide (status word, the claim's short measured phrase, the conditions the lab changed;
-  at most LINE_LIMIT characters), `conditions` those conditions as short strings.
+  at most LINE_LIMIT characters), `conditions` those conditions as short strings. A
+  calibration or lab check is never worded as a reproduction: its line begins "Calibration
+  holds:" / "Lab check fails:" (`status_word`), never "Reproduced:".
 An interrupted run (meta.json `complete: false`) never yields "not reproduced": a claim
 that fails on partial data is "incomplete".
 """
@@ -23,12 +25,15 @@ from typing import Any
 import pytest
 
 from analysis.claim import (
+    CALIBRATION,
     ERROR,
     INCOMPLETE,
+    LAB_CHECK,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     REGISTRY,
     REPRODUCED,
+    REPRODUCTION,
     Claim,
     Verdict,
 )
@@ -40,6 +45,17 @@ from dnslab.experiment_spec import load_spec
 LINE_LIMIT = 140
 STATUS_WORD = {REPRODUCED: "Reproduced", NOT_REPRODUCED: "Not reproduced",
                NOT_APPLICABLE: "Not applicable", INCOMPLETE: "Incomplete", ERROR: "Error"}
+# a check of the lab passes or fails; it reproduces nothing
+CHECK_NAME = {CALIBRATION: "Calibration", LAB_CHECK: "Lab check"}
+CHECK_WORD = {REPRODUCED: "holds", NOT_REPRODUCED: "fails"}
+
+
+def status_word(status: str, kind: str = REPRODUCTION) -> str:
+    """The word a verdict's line begins with: "Reproduced" for a reproduction that held,
+    "Lab check holds" / "Calibration fails" for checks of the lab."""
+    if kind in CHECK_NAME and status in CHECK_WORD:
+        return f"{CHECK_NAME[kind]} {CHECK_WORD[status]}"
+    return STATUS_WORD.get(status, status)
 
 
 def _shorten(text: str, room: int) -> str:
@@ -53,10 +69,10 @@ def _shorten(text: str, room: int) -> str:
 
 
 def slide_line(status: str, phrase: str | None, conditions: list[str],
-               limit: int = LINE_LIMIT) -> str:
+               limit: int = LINE_LIMIT, kind: str = REPRODUCTION) -> str:
     """One line for a slide: "<Status>: <phrase>; <condition>; ...", at most `limit`
     characters; the phrase gives way, never the conditions."""
-    head = f"{STATUS_WORD.get(status, status)}: "
+    head = f"{status_word(status, kind)}: "
     room = limit - len(head) - sum(len(c) + 2 for c in conditions)
     parts = [_shorten(phrase, room)] if phrase and room > 1 else []
     return head + "; ".join(parts + conditions)
@@ -155,7 +171,7 @@ class ClaimsPlugin:
             "kind": spec.kind,
             "title": spec.title,
             "status": status,
-            "line": slide_line(status, phrase, conditions),
+            "line": slide_line(status, phrase, conditions, kind=spec.kind),
             "conditions": conditions,
             "published": spec.published,
             "source": spec.source,

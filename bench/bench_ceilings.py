@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from dnslab import paths, results
+from dnslab.thresholds import GENERATOR_BOUND_SHARE
 
 LOAD_EXPERIMENTS = ("tcp-fallback", "dnsdist-listeners", "tcp-sysctl", "resolver-cache")
-GENERATOR_BOUND_SHARE = 0.9
 
 
 def newest_run(experiment: str) -> Path | None:

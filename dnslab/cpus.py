@@ -120,6 +120,17 @@ def place(generator_cpus: str = "", server_cpus: str = "", share: bool = False,
     return Placement(generator=gen_set, server=srv_set, shared=False, cores=len(allowed))
 
 
+def place_apart(generator_cpus: str, server_cpus: str, generator_allowed: list[int],
+                server_allowed: list[int]) -> Placement:
+    """The generator and the server on different hosts: each side every CPU of its own host
+    unless its set is given (checked against that host's CPUs); they share none."""
+    return Placement(
+        generator=check(generator_cpus or format_set(generator_allowed), "generator",
+                        generator_allowed),
+        server=check(server_cpus or format_set(server_allowed), "server", server_allowed),
+        shared=False, cores=len(server_allowed))
+
+
 def taskset_argv(cpu_set: str, argv: list[str]) -> list[str]:
     """`argv` confined to `cpu_set` (inherited by its children); unchanged when empty."""
     return ["taskset", "-c", cpu_set, *argv] if cpu_set else list(argv)

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from dnslab import paths
+from dnslab.cpus import available, format_set
 from dnslab.errors import LabError
 from dnslab.nsenter import ip, list_namespaces, namespace_pids
 from dnslab.processes import terminate
@@ -48,10 +49,11 @@ def mgmt_address(index: int) -> str:
     return f"198.19.{index}.2"
 
 
-def project_folders() -> list[Path]:
+def project_folders(private: list[Path] = ()) -> list[Path]:
     """The folders the controller keeps the lab's files in (each host gets its own)."""
     folders: list[Path] = []
-    for folder in (paths.REPO.resolve(), paths.BUILD, paths.RESULTS):
+    for folder in (paths.REPO.resolve(), paths.BUILD, paths.RESULTS,
+                   *(Path(p).resolve() for p in private)):
         if not any(folder.is_relative_to(f) for f in folders):
             folders.append(folder)
     return folders
@@ -78,8 +80,11 @@ def _sshd_config(work: Path, name: str, index: int) -> Path:
     return config
 
 
-def up(work: Path, names: list[str]) -> Path:
-    """Create the hosts; returns the inventory file that names them."""
+def up(work: Path, names: list[str], private: list[Path] = ()) -> Path:
+    """Create the hosts; returns the inventory file that names them. Each host gets its own
+    view of the project's folders and of `private` (a test's results folder); the machine's
+    CPUs are dealt out among the hosts (`cpus:` in the inventory), as separate machines have
+    their own."""
     if shutil.which(SSHD) is None and not Path(SSHD).exists():
         raise LabError("openssh-server is not installed (emulated hosts run sshd)",
                        hint="apt-get install -y openssh-server (make test-setup installs it)")
@@ -101,6 +106,8 @@ def up(work: Path, names: list[str]) -> Path:
     ip("-n", UNDERLAY_NS, "link", "set", "ul", "up")
     known = []
     inventory: dict[str, dict] = {}
+    machine = available()
+    dealt = [machine[i::len(names)] or machine for i in range(len(names))]
     for index, name in enumerate(names, start=1):
         ns = host_namespace(name)
         (work / name / "root").mkdir(parents=True, exist_ok=True)
@@ -123,7 +130,7 @@ def up(work: Path, names: list[str]) -> Path:
         ip("-n", ns, "addr", "add", f"{UNDERLAY_NET}.{index}/24", "dev", "ul0")
         ip("-n", ns, "link", "set", "ul0", "up")
         binds = []
-        for folder in project_folders():
+        for folder in project_folders(private):
             own = work / name / "root" / folder.as_posix().lstrip("/")
             own.mkdir(parents=True, exist_ok=True)
             folder.mkdir(parents=True, exist_ok=True)
@@ -143,6 +150,7 @@ def up(work: Path, names: list[str]) -> Path:
                              start_new_session=True)
         inventory[name] = {
             "ssh": f"root@{mgmt_address(index)}", "underlay": f"{UNDERLAY_NET}.{index}",
+            "cpus": format_set(dealt[index - 1]),
             "identity": str(key),
             "ssh_options": [f"UserKnownHostsFile={work / 'known_hosts'}",
                             "StrictHostKeyChecking=yes"]}
@@ -186,10 +194,11 @@ def _mount_ns(pid: int) -> str | None:
 
 
 @contextmanager
-def emulated_hosts(work: Path, names: tuple[str, ...] = ("a", "b")) -> Iterator[Path]:
+def emulated_hosts(work: Path, names: tuple[str, ...] = ("a", "b"),
+                   private: list[Path] = ()) -> Iterator[Path]:
     """Emulated hosts for the block; the inventory file's path is yielded."""
     try:
-        yield up(work, list(names))
+        yield up(work, list(names), list(private))
     finally:
         down(work)
 

@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,13 @@ from dnslab import lab as lab_engine
 from dnslab.errors import LabError
 from dnslab.experiment_spec import (
     ExperimentSpec,
+    check_params,
     load_spec,
     parse_overrides,
     resolve_params,
     resume_params,
 )
+from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement
 from dnslab.monitor import Monitors
 from dnslab.render import LabData
 from dnslab.results import CELLS, RunWriter, cell_dirname
@@ -105,6 +107,66 @@ def _duration(seconds: float) -> str:
 
 
 @dataclass
+class RunHosts:
+    """A run's hosts (`HOSTS=`, `GENERATOR_HOST=`, `SERVER_HOST=`), checked before any work:
+    the inventory, the two sides' hosts and the CPUs each offers."""
+
+    inventory: Inventory | None = None
+    generator_host: str = ""
+    server_host: str = ""
+    generator_cpus: list[int] = field(default_factory=list)
+    server_cpus: list[int] = field(default_factory=list)
+
+    @property
+    def separate(self) -> bool:
+        return self.inventory is not None and self.generator_host != self.server_host
+
+    @classmethod
+    def from_overrides(cls, overrides: dict[str, str]) -> RunHosts:
+        source = overrides.pop("HOSTS", os.environ.get("HOSTS", ""))
+        generator = overrides.pop("GENERATOR_HOST", os.environ.get("GENERATOR_HOST", ""))
+        server = overrides.pop("SERVER_HOST", os.environ.get("SERVER_HOST", ""))
+        inventory = inventory_from_env(source)
+        if inventory is None:
+            if generator or server:
+                raise LabError("GENERATOR_HOST/SERVER_HOST name hosts of an inventory",
+                               hint="add HOSTS=hosts.yml (see README, 'Across machines')")
+            return cls()
+        names = inventory.names
+        chosen = cls(inventory, generator or (names[1] if len(names) > 1 else names[0]),
+                     server or names[0])
+        placement(inventory, {}, chosen.generator_host, chosen.server_host)  # known hosts
+        return chosen
+
+    def check(self, spec: ExperimentSpec, topo: Topology, runtime: str) -> None:
+        """Refuse what cannot run across hosts yet, and ask each side's host for its CPUs
+        (an unreachable host is one line here, before any work)."""
+        assert self.inventory is not None
+        if not spec.across_hosts:
+            raise LabError(f"experiment {spec.name} does not run across hosts yet",
+                           hint="run it without HOSTS=; across hosts: "
+                                + ", ".join(spec_names_across_hosts()))
+        if runtime != "netns":
+            raise LabError(f"a run across hosts uses the netns runtime for now, not {runtime}",
+                           hint="RUNTIME=netns")
+        hosts = Hosts(self.inventory)
+        try:
+            found = {name: hosts.get(name).call("affinity-self",
+                                                allowed=self.inventory.spec(name).cpus)
+                     for name in {self.generator_host, self.server_host}}
+        finally:
+            hosts.close()
+        self.generator_cpus = found[self.generator_host]
+        self.server_cpus = found[self.server_host]
+
+
+def spec_names_across_hosts() -> list[str]:
+    from dnslab.experiment_spec import all_specs
+
+    return sorted(s.name for s in all_specs() if s.across_hosts)
+
+
+@dataclass
 class Cell:
     """One cell of an experiment's matrix: its folder, its parameters, what it measured."""
 
@@ -125,7 +187,10 @@ class Cell:
         lab_engine.down(lab_name)
         try:
             self.lab = lab_engine.up(self.run.topology, runtime=self.run.runtime,
-                                     data=data, hold=hold, quiet=True)
+                                     data=data, hold=hold, quiet=True,
+                                     inventory=self.run.inventory,
+                                     generator_host=self.run.generator_host,
+                                     server_host=self.run.server_host)
         except BaseException:
             # the lab is gone, its logs are not: keep them with the cell
             logs = paths.LABS_STATE / lab_name / "logs"
@@ -133,6 +198,8 @@ class Cell:
                 shutil.copytree(logs, self.path / "logs", dirs_exist_ok=True)
             raise
         self.run.writer.record("runtime", self.lab.runtime.name)
+        if self.lab.state.split:
+            self.run.record_hosts(self.cell_id, self.lab.state)
         nodes = self.lab.state.nodes
         self.run.writer.record_sysctls(
             self.cell_id,
@@ -148,12 +215,26 @@ class Cell:
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:
+        """1 Hz counters of these nodes, and every core's busy share: `monitor/cores.csv` on
+        one machine; across hosts `monitor/cores-<host>.csv` for each host of the lab
+        (`cores_csv(node)` names the one of a node's host)."""
         assert self.lab is not None
-        self.monitors = Monitors(self.path / "monitor")
+        state = self.lab.state
+        self.monitors = Monitors(self.path / "monitor", cores=not state.split)
+        for name in state.host_names() if state.split else []:
+            self.monitors.add_cores(state.hosts_handle().get(name), self.cores_csv(host=name))
         for node in nodes:
-            info = self.lab.state.nodes[node]
-            self.monitors.add(node, info.netns, lambda info=info: info.pid)
+            info = state.nodes[node]
+            self.monitors.add(node, info.netns, lambda info=info: info.pid,
+                              host=state.host(node))
         return self.monitors
+
+    def cores_csv(self, node: str | None = None, host: str | None = None) -> Path:
+        """The per-core busy file of the host a node (or a host by name) ran on."""
+        folder = self.path / "monitor"
+        if self.lab is None or not self.lab.state.split:
+            return folder / "cores.csv"
+        return folder / f"cores-{host if host is not None else self.lab.state.nodes[node].host}.csv"
 
     def write_json(self) -> None:
         self.run.writer.write_cell(self.cell_id, self.figures, self.status)
@@ -164,8 +245,14 @@ class Run:
 
     def __init__(self, spec: ExperimentSpec, params: dict[str, Any], runtime: str,
                  keep: bool, command: list[str], scale: str | None,
-                 resume: Path | None = None, topology: Topology | None = None):
+                 resume: Path | None = None, topology: Topology | None = None,
+                 hosts: RunHosts | None = None):
         self.spec = spec
+        # a run across machines: the inventory, and where the generator and servers go
+        self.hosts = hosts or RunHosts()
+        self.inventory = self.hosts.inventory
+        self.generator_host = self.hosts.generator_host
+        self.server_host = self.hosts.server_host
         # parsed once: every cell, the lab it brings up and the procedure use this one
         self.topology = topology or lab_engine.topology.load(spec.topology)
         self.params = params
@@ -211,12 +298,33 @@ class Run:
     def placement(self, generator_cores: int = 1) -> cpus.Placement:
         """Where the load generator and the server under test run, from the parameters
         `share_cores`, `generator_cpus`, `server_cpus` (disjoint by default); recorded in
-        meta.json as `placement`."""
-        chosen = cpus.place(str(self.params.get("generator_cpus") or ""),
-                            str(self.params.get("server_cpus") or ""),
-                            bool(self.params.get("share_cores", False)), generator_cores)
-        self.writer.record_run_placement(chosen.as_dict())
+        meta.json as `placement`. On separate hosts each side gets every CPU of its own
+        host unless its parameter says otherwise (they cannot share a core)."""
+        generator_cpus = str(self.params.get("generator_cpus") or "")
+        server_cpus = str(self.params.get("server_cpus") or "")
+        if self.hosts.separate:
+            chosen = cpus.place_apart(generator_cpus, server_cpus, self.hosts.generator_cpus,
+                                      self.hosts.server_cpus)
+        else:
+            chosen = cpus.place(generator_cpus, server_cpus,
+                                bool(self.params.get("share_cores", False)), generator_cores,
+                                allowed=self.hosts.server_cpus or None)
+        placed = chosen.as_dict()
+        if self.hosts.inventory is not None:
+            placed.update({"generator_host": self.hosts.generator_host,
+                           "server_host": self.hosts.server_host})
+        self.writer.record_run_placement(placed)
         return chosen
+
+    def record_hosts(self, cell_id: str, state: lab_engine.LabState) -> None:
+        """What a lab across hosts ran on: per host what it said of itself (kernel, CPUs,
+        versions, routes and MTU to its peers, clock offset), the VXLAN, and each node's host
+        (meta.json `hosts`, once; the cell's node placement under its `hosts`)."""
+        if "hosts" not in self.writer.meta:
+            self.writer.record("hosts", {"inventory": state.hosts, "facts": state.host_facts,
+                                         "vxlan": state.vxlan})
+        self.writer.record_cell(cell_id, "hosts",
+                                {name: node.host for name, node in state.nodes.items()})
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.path / CELLS / cell_dirname(cell_id)
@@ -342,14 +450,12 @@ def _topology_meta(topo: Topology) -> dict[str, Any]:
 
 
 def _affinities(lab: lab_engine.Lab) -> dict[str, str]:
-    """node -> the CPU affinity of its running daemon (read from the kernel)."""
+    """node -> the CPU affinity of its running daemon (read from its host's kernel)."""
     found = {}
-    for name, node in lab.state.nodes.items():
-        if node.pid:
-            try:
-                found[name] = cpus.format_set(os.sched_getaffinity(node.pid))
-            except OSError:
-                continue
+    for name in lab.state.nodes:
+        cpus_of = lab.affinity(name)
+        if cpus_of:
+            found[name] = cpus.format_set(cpus_of)
     return found
 
 
@@ -381,14 +487,7 @@ def _collect_wan_counters(cell: Cell) -> None:
 def _collect_logs(cell: Cell) -> None:
     assert cell.lab is not None
     logs = cell.path / "logs"
-    logs.mkdir(exist_ok=True)
-    for name, node in cell.lab.state.nodes.items():
-        source = Path(node.log)
-        if source.exists():
-            shutil.copy(source, logs / f"{name}.log")
-        elif node.log.startswith("docker logs"):
-            with open(logs / f"{name}.log", "w") as out:
-                subprocess.run(node.log.split(), stdout=out, stderr=subprocess.STDOUT)
+    cell.lab.copy_logs(logs)
 
 
 def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
@@ -411,6 +510,7 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
     if overrides.pop("ALLOW_HOST_SYSCTLS", "") == "1":
         os.environ["DNSLAB_ALLOW_HOST_SYSCTLS"] = "1"
     overrides.pop("LAB", None)
+    hosts = RunHosts.from_overrides(overrides)
     resume = overrides.pop("RESUME", "") or None
     spec = load_spec(name)
     if resume:
@@ -419,9 +519,11 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         resume_path, params = None, resolve_params(spec, overrides, scale)
     run_fn = procedure(spec)
     topo = lab_engine.topology.load(spec.topology)
-    if runtime == "auto":
-        # chosen once for the whole run, and said why (every cell then uses the same one)
-        runtime = lab_engine.get_runtime(runtime, topo).name
+    check_params(spec, params, topo)  # every value, before any work and any run folder
+    if hosts.inventory is not None and runtime == "auto":
+        runtime = "netns"  # the one runtime a lab across hosts has for now
+    # chosen (auto: said why) and checked once for the whole run, before the first cell
+    runtime = lab_engine.get_runtime(runtime, topo).name
     lab_name = topo.name
     lab_engine.clear_stale(lab_name)
     found = lab_engine.leftovers(lab_name)
@@ -433,14 +535,26 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         raise LabError(f"lab {lab_name!r} is already up; the experiment needs it to itself "
                        f"(found: {', '.join(found[:3])}{', ...' if len(found) > 3 else ''})",
                        hint=f"make lab down LAB={lab_name}, once no other run uses it")
+    if hosts.inventory is not None:
+        hosts.check(spec, topo, runtime)
     run = Run(spec, params, runtime, keep, command or sys.argv, scale, resume=resume_path,
-              topology=topo)
+              topology=topo, hosts=hosts)
     print(f"run {spec.name}/{run.run_id}: results in {run.path}"
           + (" (resumed)" if resume_path else ""), file=sys.stderr)
     complete = False
     try:
         run_fn(run)
         complete = True
+    except LabError:
+        if resume_path is None and not run.writer.meta.get("cells"):
+            # refused before its first cell (a check only the procedure can make): nothing
+            # was measured, so no folder is left to look like a run
+            shutil.rmtree(run.path, ignore_errors=True)
+            with suppress(OSError):
+                run.path.parent.rmdir()  # the experiment's folder, when this was its only run
+            print(f"run refused before its first cell: {run.path} removed", file=sys.stderr)
+        raise
     finally:
-        run.finish(complete)
+        if run.path.exists():
+            run.finish(complete)
     return run

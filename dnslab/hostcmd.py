@@ -109,6 +109,18 @@ def _driver(dev: str) -> str | None:
 
 
 @verb
+def affinity_self(allowed: str | None = None) -> list[int]:
+    """The CPUs the lab may use on this host: what a process here may run on, within the
+    inventory's `cpus` for it; a LabError when those name a CPU the host lacks."""
+    from dnslab import cpus
+
+    mine = sorted(os.sched_getaffinity(0))
+    if allowed is None:
+        return mine
+    return cpus.parse(cpus.check(allowed, "this host's inventory cpus", mine))
+
+
+@verb
 def clock() -> float:
     return time.time()
 
@@ -271,11 +283,21 @@ def monitor_main(args: argparse.Namespace) -> int:
 
     stop = threading.Event()
     _until_stdin_closes(stop)
+    t0 = time.monotonic() - args.t0_offset  # rows on the cell's time origin
     if args.cores:
-        mon: Any = CoreMonitor(None, args.interval, stream=sys.stdout)
+        mon: Any = CoreMonitor(None, args.interval, t0=t0, stream=sys.stdout)
     else:
-        pid = args.pid
-        mon = NodeMonitor(args.node, args.netns, lambda: pid, None, args.interval,
+        from pathlib import Path
+
+        from dnslab.nsenter import namespace_pids
+
+        def daemon() -> int | None:
+            if args.pid:
+                return args.pid
+            found = namespace_pids(Path(args.netns).name)
+            return min(found) if found else None
+
+        mon = NodeMonitor(args.node, args.netns, daemon, None, args.interval, t0=t0,
                           stream=sys.stdout)
     mon.start()
     stop.wait()
@@ -285,31 +307,28 @@ def monitor_main(args: argparse.Namespace) -> int:
 
 def measured_main(args: argparse.Namespace) -> int:
     """Run a command (its output is ours), stop it when stdin closes (the controller was
-    interrupted) or after `timeout` s, then print its rusage as the last line on stderr."""
+    interrupted, or asks it to stop) or after `timeout` s, then write its exit code, wall
+    time and CPU time (wait4's rusage) as JSON to the `--report` file."""
     started = time.monotonic()
     proc = subprocess.Popen(args.argv, stdin=subprocess.DEVNULL, start_new_session=True)
     stop = threading.Event()
     _until_stdin_closes(stop)
 
     def stopper() -> None:
-        if not stop.wait(args.timeout if args.timeout > 0 else None) or stop.is_set():
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM if args.term else signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        asked = stop.wait(args.timeout if args.timeout > 0 else None)
+        if proc.poll() is None:  # asked to stop (SIGTERM with --term), or out of time
+            try:
+                os.killpg(proc.pid, signal.SIGTERM if asked and args.term else signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     threading.Thread(target=stopper, daemon=True).start()
     _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    sys.stdout.flush()
-    print(MEASURED_MARK + json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime,
-                                      "wall_s": time.monotonic() - started, "rc": code}),
-          file=sys.stderr, flush=True)
+    with open(args.report, "w") as report:
+        json.dump({"cpu_s": usage.ru_utime + usage.ru_stime,
+                   "wall_s": time.monotonic() - started, "rc": code}, report)
     return code if code >= 0 else 128 - code
-
-
-MEASURED_MARK = "#dnslab-measured "
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,9 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     mon.add_argument("--pid", type=int, default=0)
     mon.add_argument("--cores", action="store_true")
     mon.add_argument("--interval", type=float, default=1.0)
+    mon.add_argument("--t0-offset", type=float, default=0.0,
+                     help="seconds the controller's monitors had run when this one started")
     run = sub.add_parser("measured", help="run a command and report its CPU time")
     run.add_argument("--timeout", type=float, default=0)
     run.add_argument("--term", action="store_true", help="SIGTERM instead of SIGKILL")
+    run.add_argument("--report", required=True, help="where the exit code and CPU time go")
     run.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "monitor":

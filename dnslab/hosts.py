@@ -43,7 +43,7 @@ LOCAL = "local"
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8 bytes
 DEFAULT_VXLAN_PORT = 4789
 DEFAULT_PYTHON = "/usr/bin/python3"
-HOST_FIELDS = {"ssh", "underlay", "data_interface", "python", "identity", "ssh_options"}
+HOST_FIELDS = {"ssh", "underlay", "data_interface", "python", "identity", "ssh_options", "cpus"}
 # the Debian packages a host needs to run the package's host commands (dnslab.hostcmd)
 HOST_PYTHON_PACKAGES = ["python3-yaml", "python3-dnspython", "python3-psutil"]
 
@@ -59,6 +59,7 @@ class HostSpec:
     python: str = DEFAULT_PYTHON
     identity: str | None = None  # ssh -i
     ssh_options: tuple[str, ...] = ()  # ssh -o, e.g. "UserKnownHostsFile=..."
+    cpus: str | None = None  # the CPUs the lab may use there ("0-3"); default: every one
 
     @property
     def local(self) -> bool:
@@ -136,6 +137,11 @@ def load_inventory(source: str | Path) -> Inventory:
                 raise LabError(f"{path}: host {name!r}: underlay {underlay!r} is not an IPv4 "
                                "address", hint="the address the other hosts reach it at, "
                                "e.g. underlay: 192.0.2.20") from None
+        cpu_list = spec.get("cpus")
+        if cpu_list is not None:
+            from dnslab.cpus import parse
+
+            parse(str(cpu_list))  # its syntax; the host's own CPUs are checked at lab up
         options = spec.get("ssh_options") or []
         if isinstance(options, str):
             options = [options]
@@ -144,7 +150,8 @@ def load_inventory(source: str | Path) -> Inventory:
                                data_interface=spec.get("data_interface"),
                                python=str(spec.get("python") or DEFAULT_PYTHON),
                                identity=spec.get("identity"),
-                               ssh_options=tuple(str(o) for o in options))
+                               ssh_options=tuple(str(o) for o in options),
+                               cpus=str(cpu_list) if cpu_list is not None else None)
     if len(hosts) > 1:
         lacking = [n for n, s in hosts.items() if not s.underlay and not s.data_interface]
         if lacking:
@@ -203,6 +210,7 @@ class Host:
 
     def __init__(self, spec: HostSpec):
         self.spec = spec
+        self._package_pushed = False
 
     def __repr__(self) -> str:
         return f"Host({self.name!r}, {self.spec.ssh!r})"
@@ -275,9 +283,17 @@ class Host:
                               timeout=call_timeout)
         return hostcmd.decode_reply(proc.returncode, proc.stdout, proc.stderr, self)
 
+    def push_package(self) -> None:
+        """The controller's `dnslab` package to the host (once per handle), so the host
+        commands it runs are the controller's own."""
+        if not self._package_pushed and not self.local:
+            self.push([paths.REPO / "dnslab"])
+            self._package_pushed = True
+
     def python_argv(self, *args: str) -> list[str]:
         """`python3 -m dnslab.hostcmd ARGS` as it runs on this host (its own python3, the
-        package at the controller's path)."""
+        package at the controller's path, copied there first)."""
+        self.push_package()
         env = [f"PYTHONPATH={paths.REPO}", f"DNSLAB_BUILD={paths.BUILD}",
                f"DNSLAB_RESULTS={paths.RESULTS}", "PYTHONDONTWRITEBYTECODE=1"]
         return ["env", *env, self.spec.python, "-m", "dnslab.hostcmd", *args]

@@ -9,10 +9,12 @@ sysctl change of a lab, and works from a fresh process, after a crash or twice i
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -74,6 +76,15 @@ def _health_zone(rendered: RenderedLab, node: Node) -> str | None:
     if node.role in ("frontend", "resolver"):
         return data.health_zone
     return None
+
+
+@dataclass
+class Measured:
+    """How a command run in a node ended, and what it cost (`Lab.run_measured`)."""
+
+    returncode: int
+    cpu_s: float | None
+    wall_s: float
 
 
 class Lab:
@@ -144,7 +155,89 @@ class Lab:
         return proc
 
     def popen(self, node: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start a command in a node. On another host the local process is ssh, whose stdin
+        is kept open (a pipe nobody writes): a host command watching it (`measured`) stops
+        what it runs when the controller goes away."""
+        if not self.host(node).local:
+            kwargs.setdefault("stdin", subprocess.PIPE)
         return subprocess.Popen(self.exec_argv(node, argv), **kwargs)
+
+    def run_measured(self, node: str, argv: list[str], *, timeout: float, stdout: object,
+                     stderr: object, stop_gently: bool = False) -> Measured:
+        """Run a command in a node to its end (killed after `timeout` s, inside the node) and
+        return its exit code, wall time and CPU time: from wait4's rusage on this machine
+        (`ip netns exec` execs the tool in place), from the container's cgroup on clab (the
+        local child is `docker exec`), from the host's own wait4 on another host (the
+        package's `measured` host command, which reports to a file read back after)."""
+        host = self.host(node)
+        started = time.monotonic()
+        if not host.local:
+            report = f"/tmp/dnslab-measured-{os.getpid()}-{time.monotonic_ns()}.json"
+            wrapped = host.python_argv("measured", "--timeout", f"{timeout:g}", "--report",
+                                       report, *(["--term"] if stop_gently else []), "--",
+                                       *self.runtime.node_argv(self.state, node, argv))
+            proc = subprocess.Popen(host.argv(wrapped), stdin=subprocess.PIPE, stdout=stdout,
+                                    stderr=stderr)
+            try:
+                proc.wait(timeout=timeout + 60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            found = host.run(["sh", "-c", f"cat {report}; rm -f {report}"], check=False)
+            try:
+                measured = json.loads(found.stdout)
+            except json.JSONDecodeError:
+                measured = {"rc": proc.returncode, "cpu_s": None}
+            return Measured(int(measured["rc"]), measured["cpu_s"], time.monotonic() - started)
+        node_cpu_before = self.runtime.node_cpu_seconds(self.state, node)
+        proc = self.popen(node, self.runtime.wrap_timeout(argv, timeout), stdout=stdout,
+                          stderr=stderr, stdin=subprocess.DEVNULL)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu: float | None = usage.ru_utime + usage.ru_stime
+        node_cpu_after = self.runtime.node_cpu_seconds(self.state, node)
+        if node_cpu_before is not None and node_cpu_after is not None:
+            cpu = node_cpu_after - node_cpu_before
+        return Measured(proc.returncode, cpu, time.monotonic() - started)
+
+    def push(self, node: str, files: Iterable[Path]) -> None:
+        """Make files written here (a query file, an edited zone) visible to a node on
+        another host, at the same path there; nothing to do for a node on this machine."""
+        host = self.host(node)
+        if not host.local:
+            host.push(files)
+
+    def fetch(self, node: str, path: Path) -> None:
+        """Bring back a file a tool in the node wrote (same path here); nothing to do for a
+        node on this machine."""
+        host = self.host(node)
+        if not host.local:
+            path.write_bytes(host.read_bytes(path))
+
+    def tables(self, node: str) -> dict[str, dict[str, int]]:
+        """The node's /proc/net/snmp and netstat tables, read in its namespace on its host."""
+        return self.host(node).call("tables", netns=self.netns(node))
+
+    def affinity(self, node: str) -> list[int] | None:
+        """The CPUs the node's running daemon may use, read from the kernel of its host."""
+        pid = self.state.nodes[node].pid
+        if not pid:
+            return None
+        return self.host(node).call("affinity", pids=[pid]).get(str(pid))
+
+    def copy_logs(self, out: Path) -> None:
+        """Every node's log into `out` (`<node>.log`), from whichever host it is on."""
+        out.mkdir(parents=True, exist_ok=True)
+        for name, node in self.state.nodes.items():
+            data = self.host(name).read_bytes(Path(node.log))
+            if data or Path(node.log).exists():
+                (out / f"{name}.log").write_bytes(data)
 
     def start(self, node: str) -> None:
         self.runtime.start_node(self.state, node)
@@ -205,7 +298,7 @@ class Lab:
                 hint=f"its log: {self.log(name)}", detail=log_tail(self.log(name))) from None
         return healthy
 
-def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
+def _new_state(rendered: RenderedLab, runtime: Runtime, split: bool = False) -> LabState:
     topo = rendered.topology
     state = LabState(lab=topo.name, runtime=runtime.name, topology=str(topo.path),
                      root=str(rendered.root), owner_pid=os.getpid(),
@@ -219,7 +312,10 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
         state.nodes[node.name] = NodeState(
             name=node.name, role=node.role, server=node.server, address=str(node.address),
             netns="", log=str(render.log_file(rendered.root, node.name)),
-            health=check.name if check else "", cpu_set=render.node_cpu_set(rendered, node),
+            health=check.name if check else "",
+            # across hosts a set is checked against its own host's CPUs (multihost)
+            cpu_set=(multihost.wanted_cpu_set(rendered, node) if split
+                     else render.node_cpu_set(rendered, node)),
             image=node.image, from_image=bool(node.label("image")),
             mounts=render.node_mounts(rendered, node))
     return state
@@ -252,7 +348,7 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     out.mkdir(parents=True, exist_ok=True)
     data = data or render.reference_data(topo, out)
     rendered = render.render(topo, data, out)
-    state = _new_state(rendered, chosen)
+    state = _new_state(rendered, chosen, split=inventory is not None)
     if inventory is None:
         chosen.preflight(rendered)
         state.save()
@@ -345,6 +441,8 @@ def _labs_from_leftovers() -> set[str]:
     known = set(topology.known_labs()) | set(labs_with_state())
     for runtime in all_runtimes():
         for item in runtime.leftovers(None):
+            if item.startswith("unreachable host"):
+                continue  # it names a host, not a lab
             ident = item.split(" ", 1)[1]
             for name in known:
                 if ident.startswith((f"dnslab-{name}-", f"clab-{name}-")):

@@ -15,18 +15,30 @@ The counters are sampled and the files read back by dnslab/counters.py.
 from __future__ import annotations
 
 import csv
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import psutil
 
 from dnslab.counters import sample_counters
 from dnslab.cpus import CoreSampler
 from dnslab.nsenter import in_netns
+
+
+class Host(Protocol):
+    """What a monitor needs of a lab host (`dnslab.hosts.Host`; not imported: the hosts'
+    own commands import this module)."""
+
+    local: bool
+
+    def python_argv(self, *args: str) -> list[str]: ...
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen: ...
 
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
@@ -164,15 +176,64 @@ class Monitors:
             self.cores = CoreMonitor(out_dir / "cores.csv", interval, self.t0)
             self.cores.start()
 
-    def add(self, node: str, netns: str, pid: Callable[[], int | None]) -> NodeMonitor:
-        monitor = NodeMonitor(node, netns, pid, self.out_dir / f"{node}.csv", self.interval,
-                              self.t0)
+    def add(self, node: str, netns: str, pid: Callable[[], int | None],
+            host: Host | None = None) -> NodeMonitor | RemoteMonitor:
+        """Monitor a node: in a thread here, or on the node's own host (`host`)."""
+        out = self.out_dir / f"{node}.csv"
+        monitor: NodeMonitor | RemoteMonitor
+        if host is not None and not host.local:
+            monitor = RemoteMonitor(host, out, ["--node", node, "--netns", netns,
+                                                "--pid", str(pid() or 0)], self.t0)
+        else:
+            monitor = NodeMonitor(node, netns, pid, out, self.interval, self.t0)
+            monitor.start()
         self.monitors.append(monitor)
-        monitor.start()
         return monitor
+
+    def add_cores(self, host: Host, out: Path) -> None:
+        """Every core's busy share of a lab host, into `out`."""
+        if host.local:
+            monitor: CoreMonitor | RemoteMonitor = CoreMonitor(out, self.interval, self.t0)
+            monitor.start()
+        else:
+            monitor = RemoteMonitor(host, out, ["--cores"], self.t0)
+        self.monitors.append(monitor)
 
     def stop(self) -> None:
         for monitor in self.monitors:
             monitor.stop()
         if self.cores is not None:
             self.cores.stop()
+
+
+class RemoteMonitor:
+    """A monitor that runs on a lab host (the package's `monitor` host command): its rows
+    come over ssh straight into the file here, on the cell's time origin (shifted by the
+    time it started; the host's clock ticks them). It stops when its stdin is closed. A
+    node's daemon not started yet is found by the host as the first process of the node's
+    namespace."""
+
+    def __init__(self, host: Host, out: Path, args: list[str], t0: float):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.handle = open(out, "w")
+        argv = host.python_argv("monitor", *args, "--t0-offset", f"{time.monotonic() - t0:.3f}")
+        self.proc = host.popen(argv, stdin=subprocess.PIPE, stdout=self.handle,
+                               stderr=subprocess.DEVNULL)
+        self.error: BaseException | None = None
+
+    @property
+    def rows(self) -> int:
+        self.handle.flush()
+        with open(self.out) as handle:
+            return max(sum(1 for _ in handle) - 1, 0)
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.handle.close()

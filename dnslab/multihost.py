@@ -18,12 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnslab import paths
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.hosts import HOST_PYTHON_PACKAGES, VXLAN_OVERHEAD, Host, Inventory, placement
 from dnslab.render import RenderedLab
 from dnslab.runtime.base import LabState
 from dnslab.servers import driver
+from dnslab.topology import Node
 
 MIN_PYTHON = (3, 11)
 MIN_LAN_MTU = 1280
@@ -35,13 +36,29 @@ def kind_packages(kind: str) -> set[str]:
     return {p for p in (d.package, *d.commands.values(), *d.files.values()) if p}
 
 
+def wanted_cpu_set(rendered: RenderedLab, node: Node) -> str:
+    """A node's cpu-set (the experiment's, else the topology's), its syntax checked; which
+    CPUs exist is its host's business (`check_cpu_sets`)."""
+    wanted = rendered.data.cpu_sets.get(node.name) or node.cpu_set
+    return cpus.format_set(cpus.parse(wanted)) if wanted else ""
+
+
 def place(state: LabState, rendered: RenderedLab, inventory: Inventory,
           generator_host: str = "", server_host: str = "") -> None:
     nodes = {name: (node.role, node.label("host"))
              for name, node in rendered.topology.nodes.items()}
     for name, host in placement(inventory, nodes, generator_host, server_host).items():
         state.nodes[name].host = host
+        # a host that gives the lab some of its CPUs only: its nodes run there
+        if not state.nodes[name].cpu_set and inventory.spec(host).cpus:
+            state.nodes[name].cpu_set = cpus.format_set(cpus.parse(inventory.spec(host).cpus))
     state.hosts = inventory.as_dict()
+
+
+def check_cpu_sets(state: LabState, facts: dict[str, dict[str, Any]]) -> None:
+    for name, node in state.nodes.items():
+        if node.cpu_set:
+            cpus.check(node.cpu_set, name, facts[node.host]["cpus"])
 
 
 def clock_offset(host: Host, samples: int = 3) -> dict[str, float]:
@@ -147,10 +164,11 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
     remote = [state.hosts_handle().get(h) for h in state.host_names()]
     remote = [h for h in remote if not h.local]
     for host in remote:  # the host commands themselves, before they are asked anything
-        host.push([paths.REPO / "dnslab"])
+        host.push_package()
         state.hosts_touched.append(host.name)
         state.save()
     facts = check_hosts(state, inventory)
+    check_cpu_sets(state, facts)
     state.host_facts = facts
     state.vxlan = plan_vxlan(state, inventory, facts) if len(state.host_names()) > 1 else {}
     for host in remote:

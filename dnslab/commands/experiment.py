@@ -1,4 +1,6 @@
-"""`dnslab experiment run|list`: run an experiment file end to end, or list the known ones.
+"""`dnslab experiment run|list|show`: run an experiment file end to end, list the known ones,
+or show what one is (its story, parameters with defaults, scales and choices, its claims and
+plots).
 
 The flow goes one way: the runner writes the run folder (dnslab.results), then this command
 hands the folder to the analysis as a separate process (`python -m analysis run <folder>`).
@@ -8,14 +10,16 @@ with `make analysis RUN=<folder>`.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import typer
 
 from dnslab import experiment as runner
-from dnslab import experiment_spec
+from dnslab import experiment_spec, paths, topology
 
 app = typer.Typer(help="Run experiments (experiments/<finding>/<name>.yaml).", no_args_is_help=True)
 
@@ -44,3 +48,46 @@ def list_() -> None:
     for name in experiment_spec.known_experiments():
         spec = experiment_spec.load_spec(name)
         print(f"{name:<22} {spec.finding.id:<8} {spec.description}")
+
+
+@app.command()
+def show(name: str = typer.Argument("", help="experiment name, e.g. tcp-fallback")) -> None:
+    """What NAME is: its story, parameters (defaults, scales, choices), claims and plots."""
+    print(render_show(name))
+
+
+def render_show(name: str, width: int | None = None) -> str:
+    """The text `dnslab experiment show NAME` prints."""
+    spec = experiment_spec.load_spec(name)
+    about = experiment_spec.describe(spec, topology.load(spec.topology))
+    width = width or min(shutil.get_terminal_size((100, 24)).columns, 100)
+    finding = spec.finding
+    where = spec.path.relative_to(paths.REPO) if spec.path.is_relative_to(paths.REPO) \
+        else spec.path
+    out = [f"{spec.name}: {spec.description}",
+           f"finding {finding.id} (seed {finding.seed}): {finding.title}",
+           f"file {where}, lab {spec.topology}, procedure {spec.procedure}", "", *about.story,
+           ""]
+    scales = ", ".join(["full (default)", *spec.scales])
+    out.append(f"Parameters (KEY=VALUE on the command line; SCALE= one of: {scales}):")
+    for info in about.parameters:
+        line = f"  {info.key.upper()}={experiment_spec.as_typed(info.default)}"
+        for scale, value in info.scales.items():
+            line += f"   [{scale}: {experiment_spec.as_typed(value)}]"
+        out.append(line)
+        said = [f"choices: {info.choices}"] if info.choices else []
+        said += [info.comment] if info.comment else []
+        for text in said:
+            out += textwrap.wrap(text, width, initial_indent="      ", subsequent_indent="      ",
+                                 break_on_hyphens=False)
+    out += ["", "Claims (judged by the analysis after the run):"]
+    out += _columns(about.claims)
+    out += ["", "Plots (in the run's report):"]
+    out += _columns(about.plots)
+    out += ["", f"Run it: make experiment EXP={spec.name} [SCALE=ci] [KEY=VALUE ...]"]
+    return "\n".join(out)
+
+
+def _columns(rows: list[tuple[str, str]]) -> list[str]:
+    wide = max((len(name) for name, _ in rows), default=0)
+    return [f"  {name:<{wide}}  {title}".rstrip() for name, title in rows]

@@ -153,6 +153,10 @@ class Runtime(ABC):
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         """The command line that runs `argv` inside the node."""
 
+    def node_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        """The same, as it runs on the node's own host (without the host's transport)."""
+        return self.exec_argv(state, node, argv)
+
     def node_cpu_seconds(self, state: LabState, node: str) -> float | None:
         """CPU seconds used so far by everything in the node, when the runtime can tell
         (a container's cgroup); None when a command's own rusage is the measure (netns)."""

@@ -156,14 +156,21 @@ class NetnsRuntime(Runtime):
         found = []
         for host in _hosts_for(lab):
             where = "" if host.local else f" on host {host.name}"
-            found += [f"netns {ns}{where}" for ns in host.call("netns-list", prefix=prefix)]
+            try:
+                found += [f"netns {ns}{where}" for ns in host.call("netns-list", prefix=prefix)]
+            except LabError as exc:
+                found.append(f"unreachable host {host.name}: {exc.message}")
         return found
 
     def running(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
         found = []
         for host in _hosts_for(lab):
-            names = host.call("netns-list", prefix=prefix)
+            try:
+                names = host.call("netns-list", prefix=prefix)
+            except LabError:
+                continue  # nothing can be known to run there: what was left is cleared
+
             where = "" if host.local else f" on host {host.name}"
             for ns, pids in host.call("netns-pids", names=names).items():
                 found += [f"pid {pid} in netns {ns}{where}" for pid in pids]
@@ -231,16 +238,27 @@ class NetnsRuntime(Runtime):
             return False
         return bool(state.host(node).call("alive", pids=[pid]).get(str(pid)))
 
-    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+    def node_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         info = state.nodes[node]
-        return state.host(node).argv(
-            cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", Path(info.netns).name, *argv]))
+        return cpus.taskset_argv(info.cpu_set,
+                                 ["ip", "netns", "exec", Path(info.netns).name, *argv])
+
+    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        return state.host(node).argv(self.node_argv(state, node, argv))
 
     def destroy(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
         removed = []
         for host in _hosts_for(lab):
-            namespaces = host.call("netns-list", prefix=prefix)
+            try:
+                namespaces = host.call("netns-list", prefix=prefix)
+            except LabError as exc:
+                if host.local:
+                    raise
+                # the lab cannot be used any more; what it left there is said, not hidden
+                print(f"lab down: {exc.message}; what lab {lab!r} left on host {host.name!r} "
+                      "stays there until it is reached (or rebooted)", file=sys.stderr)
+                continue
             pids = [pid for found in host.call("netns-pids", names=namespaces).values()
                     for pid in found]
             host.call("terminate", pids=pids)

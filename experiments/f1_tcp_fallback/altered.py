@@ -1,11 +1,13 @@
 """Altered data for F1 (TCP fallback): the stair of one record set or tuning copied over
-another's (stair.csv and the burst figures), the worst TAT made the same, the function test's
-changes never arriving; for `analysis.altered`'s check that a claim cannot pass without its
-effect.
+another's (stair.csv, burst.csv and the burst figures), the worst and p99 TAT made the same,
+the function test's changes never arriving, the server busy at its capacity, no queue
+symptom where it fails, the answer not grown; for `analysis.altered`'s check that a claim
+cannot pass without its effect.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from analysis.altered import Alteration, copy_file, edit_csv, edit_figures
@@ -19,6 +21,7 @@ def stair_copied(run: Run, source: tuple[str, str], target: tuple[str, str]) -> 
         dst = run.cells_where(server=server, records=target[0], tuning=target[1])
         if src and dst:
             changed += copy_file(src[0], dst[0], "stair.csv")
+            changed += copy_file(src[0], dst[0], "burst.csv")
             burst = {k: v for k, v in src[0].figures.items() if k.startswith("burst_")}
             changed += edit_figures(dst[0], lambda f, burst=burst: f.update(burst))
     return changed
@@ -34,20 +37,58 @@ def tuning_like_untuned(run: Run) -> int:
 
 
 def after_latency_like_before(run: Run) -> int:
-    """The after stair's worst TAT is the before stair's at every rate both ran."""
+    """The after stair's worst and p99 TAT are the before stair's (interpolated between its
+    steps) at every rate the after stair ran."""
     changed = 0
     for before in run.cells_where(records="before", tuning="untuned"):
         after = run.cells_where(server=before.params.get("server"), records="after",
                                 tuning="untuned")
         if not after or not before.has("stair.csv"):
             continue
-        worst = before.csv("stair.csv").set_index("target_qps")["max_ms"]
+        rows = before.csv("stair.csv").sort_values("target_qps")
 
-        def change(frame: pd.DataFrame, worst: pd.Series = worst) -> pd.DataFrame:
-            same = frame["target_qps"].map(worst)
-            frame["max_ms"] = same.fillna(frame["max_ms"])
+        def change(frame: pd.DataFrame, rows: pd.DataFrame = rows) -> pd.DataFrame:
+            for column in ("max_ms", "p99_ms"):
+                if column in frame and column in rows:
+                    frame[column] = np.interp(frame["target_qps"].astype(float),
+                                              rows["target_qps"].astype(float),
+                                              rows[column].astype(float))
             return frame
         changed += edit_csv(after[0].dir / "stair.csv", change)
+    return changed
+
+
+def server_busy_at_capacity(run: Run) -> int:
+    """The server's cores 97 % busy in every step and burst: CPU-bound wherever it held."""
+    def change(frame: pd.DataFrame) -> pd.DataFrame:
+        for column in ("server_cores_busy_pct", "server_cpu_pct"):
+            if column in frame:
+                frame[column] = 97.0
+        return frame
+    return sum(edit_csv(c.dir / name, change) for c in run.cells
+               if c.params.get("server") != "ceiling" for name in ("stair.csv", "burst.csv"))
+
+
+def no_queue_symptoms(run: Run) -> int:
+    """No SYN dropped and no receive-buffer error in any step: the server failed for another
+    reason than its queues."""
+    def change(frame: pd.DataFrame) -> pd.DataFrame:
+        for column in ("listen_overflows", "listen_drops", "udp_rcvbuf_errors"):
+            if column in frame:
+                frame[column] = 0
+        return frame
+    return sum(edit_csv(c.dir / name, change) for c in run.cells
+               if c.params.get("server") != "ceiling" for name in ("stair.csv", "burst.csv"))
+
+
+def answer_not_grown(run: Run) -> int:
+    """The before records' answers as large as the after records' (sizes and counts)."""
+    changed = 0
+    for after in run.cells_where(records="after"):
+        sizes = {k: v for k, v in after.figures.items() if k.startswith(("tac_", "apn_"))}
+        for before in run.cells_where(server=after.params.get("server"), records="before",
+                                      tuning=after.params.get("tuning")):
+            changed += edit_figures(before, lambda f, sizes=sizes: f.update(sizes))
     return changed
 
 
@@ -61,4 +102,7 @@ ALTERATIONS: dict[str, tuple[Alteration, ...]] = {
     "F1.tuning-helps": (tuning_like_untuned,),
     "F1.latency-grows": (after_latency_like_before,),
     "F1.function-sync": (changes_never_arrive,),
+    "F1.not-cpu-bound": (server_busy_at_capacity,),
+    "F1.queue-symptoms": (no_queue_symptoms,),
+    "F1.answer-growth": (answer_not_grown,),
 }

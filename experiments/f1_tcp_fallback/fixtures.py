@@ -4,6 +4,8 @@ answer sizes, shaped like the seed (or not) by their parameters.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,31 +13,45 @@ import numpy as np
 import yaml
 
 from analysis.synthetic import CellData, write_run
+from experiments.f1_tcp_fallback.fallback_cache import CACHE_COLUMNS
 
 STAIR_COLUMNS = ["step", "target_qps", "offered_qps", "answered_qps", "passed", "max_ms",
                  "p99_ms", "tcp_share", "listen_overflows", "reasons", "udp_rcvbuf_errors",
-                 "udp_in_errors", "listen_drops", "client_syn_retrans", "req_q_full_drops"]
+                 "udp_in_errors", "listen_drops", "client_syn_retrans", "req_q_full_drops",
+                 "server_cpu_pct", "server_cores_busy_pct", "server_cpus"]
 
 
 def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
                worst_ms: dict[float, float] | None = None, tcp_share: float = 0.23,
                overflows: dict[float, int] | None = None,
                syn_retrans: dict[float, int] | None = None,
-               stop: float | None = None, first: tuple[float, ...] = ()
+               stop: float | None = None, first: tuple[float, ...] = (),
+               p99_ms: dict[float, float] | None = None, cpu: float | None = 40.0,
+               fail_drops: int = 0, rcvbuf: dict[float, int] | None = None
                ) -> list[list[Any]]:
     """A stair from `start` in `step`s that passes up to `capacity` and ends after two
-    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity. `first`: rates
-    run before it, in that order (a coarse pass above the capacity before a descent, as a
-    real stair runs: rows in run order, not by rate)."""
+    failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity, p99 is a third
+    of it unless `p99_ms` gives it. `first`: rates run before it, in that order (a coarse
+    pass above the capacity before a descent, as a real stair runs: rows in run order, not by
+    rate). `cpu`: the server's cores' busy % at the capacity (in proportion to the rate below
+    it, at the capacity's above; None: not recorded); `fail_drops`: SYNs dropped at LISTEN
+    (and listen-queue overflows) in each failing step, `rcvbuf`: UDP receive-buffer errors
+    per rate."""
     rows = []
 
     def step_row(rate: float) -> bool:
         passed = rate <= capacity
         worst = (worst_ms or {}).get(rate, 50 + 600 * rate / capacity if passed else 1500.0)
+        p99 = (p99_ms or {}).get(rate, worst / 3)
+        busy = None if cpu is None else min(cpu * min(rate / capacity, 1.0), 100.0)
+        drops = 0 if passed else fail_drops
         rows.append([len(rows) + 1, rate, rate, rate * (1 if passed else 0.97), int(passed),
-                     round(worst, 1), round(worst / 3, 1), tcp_share,
-                     (overflows or {}).get(rate, 0), "" if passed else "max TAT", 0, 0, 0,
-                     (syn_retrans or {}).get(rate, 0), 0])
+                     round(worst, 1), round(p99, 1), tcp_share,
+                     (overflows or {}).get(rate, drops), "" if passed else "max TAT",
+                     (rcvbuf or {}).get(rate, 0), 0, drops,
+                     (syn_retrans or {}).get(rate, 0), 0,
+                     "" if busy is None else round(busy, 1),
+                     "" if busy is None else round(busy, 1), "" if cpu is None else "0"])
         return passed
 
     for rate in first:
@@ -49,17 +65,72 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
 
 def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
                   ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
-                  burst: bool | None = True, **stair: Any) -> CellData:
+                  burst: bool | None = True, function: tuple[int, int, bool] | None = None,
+                  cpu: float | None = 40.0, burst_drops: int = 0, histograms: bool = False,
+                  **stair: Any) -> CellData:
     """A stair cell; `burst`: whether the capacity held the seed's 600 s burst (None: no
-    burst ran, as at SCALE=ci)."""
+    burst ran, as at SCALE=ci; its `burst.csv` row has the server's `cpu` busy % and
+    `burst_drops` SYNs dropped); `function`: (changes, synced, load passed) of the function
+    test run at the capacity, as `fallback.py` records it (None: none ran); `histograms`:
+    each step keeps dnsload's raw output with its latency histogram
+    (`dnsload/stair-<step>.jsonl`), as the procedure does."""
     figs = dict(figures or {})
     if ceiling is not None:
         figs["generator_ceiling_qps"] = ceiling
+    rows = stair_rows(capacity, cpu=cpu, **stair)
+    files = {"stair.csv": (STAIR_COLUMNS, rows)}
     if burst is not None:
         figs.update({"burst_qps": capacity, "burst_passed": burst,
                      "burst_max_ms": 400.0 if burst else 3500.0})
+        busy = "" if cpu is None else cpu
+        files["burst.csv"] = (STAIR_COLUMNS, [[
+            1, capacity, capacity, capacity * (1 if burst else 0.97), int(burst),
+            400.0 if burst else 3500.0, 120.0, stair.get("tcp_share", 0.23), burst_drops,
+            "" if burst else "max TAT", 0, 0, burst_drops, 0, 0, busy, busy,
+            "" if cpu is None else "0"]])
+    if function is not None:
+        changes, synced, passed = function
+        figs.update({"function_qps": capacity, "function_passed": passed,
+                     "function_max_ms": 300.0 if passed else 1060.0,
+                     "function_changes": changes, "function_synced": synced,
+                     "function_sync_max_s": 1.5})
+    raw = ({f"dnsload/stair-{row[0]:02d}.jsonl": dnsload_output(
+        row[1], capacity, worst_ms=row[5], tcp_share=row[7], seed=row[0]) for row in rows}
+        if histograms else {})
     return CellData({"server": server, "records": records, "tuning": tuning}, figs,
-                    csv={"stair.csv": (STAIR_COLUMNS, stair_rows(capacity, **stair))})
+                    csv=files, files=raw)
+
+
+def dnsload_output(rate: float, capacity: float, *, worst_ms: float, tcp_share: float,
+                   seconds: float = 55.0, seed: int = 1) -> str:
+    """What `dnsload run` prints for a step (its `steady` line, with `lat_hist_ms`): UDP
+    answers in about a millisecond, TCP retries a round trip and a handshake later, both
+    slower as the rate nears the capacity; past 900 ms worst, the slowest are retried SYNs
+    (1 s, and 1 s + 2 s, as the seed's 3,241 ms)."""
+    rng = np.random.default_rng(seed)
+    load = min(rate / capacity, 1.5)
+    samples = 20000
+    udp = rng.lognormal(np.log(0.3 + 2 * load), 0.5, int(samples * (1 - tcp_share)))
+    tcp = rng.lognormal(np.log(1.0 + 6 * load), 0.6, int(samples * tcp_share))
+    latencies = np.concatenate([udp, tcp])
+    if worst_ms >= 900:
+        retried = max(int(samples * 0.0005), 2)
+        syn = np.where(rng.random(retried) < 0.7, 1000.0, 3000.0) + rng.exponential(30, retried)
+        latencies = np.concatenate([latencies, syn])
+    latencies = np.minimum(latencies, worst_ms)
+    latencies[np.argmax(latencies)] = worst_ms
+    edges = np.geomspace(0.001, 10_000.0, 64 * 24)  # ~1.6 % wide, as dnsload's buckets
+    counts, _ = np.histogram(latencies, bins=np.append(0.0, edges))
+    answered = int(rate * seconds)
+    scale = answered / len(latencies)
+    buckets = [[round(float(edge), 3), max(int(round(n * scale)), 1)]
+               for edge, n in zip(edges, counts, strict=True) if n]
+    quantiles = {name: round(float(np.quantile(latencies, q)), 3)
+                 for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+    steady = {"type": "steady", "seconds": seconds, "offered_qps": rate,
+              "answered_qps": rate, "sent": answered, "answered": answered, "timeouts": 0,
+              "lat_ms": {**quantiles, "max": worst_ms}, "lat_hist_ms": buckets}
+    return json.dumps({"type": "start", "rate": rate}) + "\n" + json.dumps(steady) + "\n"
 
 
 def ceiling_cell(records: str, capacity: float) -> CellData:
@@ -101,3 +172,106 @@ def seed_like_fallback_cells(before: float = 8000, after: float = 4000, tuned: f
     ]
 
 
+
+
+def full_scale_fallback_run(root: Path) -> Path:
+    """tcp-fallback at its full scale's shape: BIND 9.16 and today's BIND x record sets x
+    tunings, each stair step with dnsload's raw output and histogram, and the generator's
+    ceiling per record set. bind916's first stair runs a coarse pass above its capacity, then
+    steps from 2,000."""
+    cells = []
+    for server, (before, after, tuned) in {"bind916": (8000, 4000, 6000),
+                                           "bind": (9000, 8600, 9400)}.items():
+        version = {"server_version": "9.16.50" if server == "bind916" else "9.18.49"}
+        sizes = answer_sizes(23069, 230) if server == "bind916" else answer_sizes(9000, 0)
+        slow = ({"worst_ms": {float(r): 3241.0 for r in range(4200, 10001, 200)}}
+                if server == "bind916" else {})
+        cells += [fallback_cell(server, "before", "untuned", before, figures=version,
+                                histograms=True,
+                                first=(12000.0, 16000.0) if server == "bind916" else ()),
+                  fallback_cell(server, "before", "tuned", before * 1.1, figures=version,
+                                histograms=True),
+                  fallback_cell(server, "after", "untuned", after, figures={**version, **sizes},
+                                histograms=True, **slow),
+                  fallback_cell(server, "after", "tuned", tuned, figures={**version, **sizes},
+                                histograms=True)]
+    cells += [ceiling_cell("before", 30000), ceiling_cell("after", 30000)]
+    return write_run(root, "tcp-fallback", cells,
+                     params={"servers": ["bind916", "bind"], "seed_servers":
+                             FALLBACK_SEED_SERVERS, "truncating": 0.30, "max_tat_ms": 1000,
+                             "timeout_s": 5, "step_s": 60, "warmup_s": 5},
+                     topology={"name": "mobile", "file": "mobile.clab.yml", "nodes": {}})
+
+
+def full_scale_cache_run(root: Path) -> Path:
+    """tcp-fallback-cache at its full scale's shape: the amplification over twelve record
+    counts around a 1,000-record cache, uniform and zipf lookups."""
+    counts = [250, 500, 900, 950, 1000, 1050, 1100, 1200, 1500, 2000, 3000, 4000]
+    cells = []
+    for dist, steep in (("uniform", 1.0), ("zipf", 0.4)):
+        rows = [[dist, n, 1000, 1 if n < 950 else 2 if n <= 1050 else 3, 3_600_000, 0, 0, 0.0,
+                 0.0, round(1 + max(0.0, n / 1000 - 0.95) * steep * 40, 3), 0.9]
+                for n in counts]
+        onset = next(n for n, row in zip(counts, rows, strict=True) if row[9] > 1.05)
+        cells.append(CellData({"dist": dist, "cache_size": 1000, "record_counts": counts},
+                              {"cache_size": 1000, "onset_records": onset,
+                               "max_amplification": max(row[9] for row in rows)},
+                              csv={"cache.csv": (CACHE_COLUMNS, rows)}))
+    return write_run(root, "tcp-fallback-cache", cells,
+                     params={"cache_size": 1000, "record_counts": counts,
+                             "dists": ["uniform", "zipf"]})
+
+
+def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
+    """The package's runs at their full scale's shape, for the figure layout tests."""
+    return [("tcp-fallback: BIND 9.16 and 9.18 x record sets x tunings", full_scale_fallback_run),
+            ("tcp-fallback-cache: 12 record counts, uniform and zipf", full_scale_cache_run)]
+
+
+def seed_like_runs() -> dict[str, Callable[[Path], Path]]:
+    """{experiment: a run where every claim it names holds}: the altered-data test removes
+    each claim's effect from it and expects nothing reproduced. Built as the claim cases'
+    'present' runs (cases.py beside this module)."""
+    from experiments.f1_tcp_fallback import cases
+
+    return {"tcp-fallback": cases.f1(function=(3, 3, True))}
+
+
+def like_54c4(root: Path) -> Path:
+    """A run shaped like the full `tcp-fallback` run 20261125T204012Z-54c4 (BIND 9.16) as
+    NOTES.md describes it: the seed's coarse steps failing, a descent and a fine pass to the
+    stair capacities 1,600 / 2,000 (before, untuned / tuned) and 1,075 / 1,840 (after) at 72 /
+    87 / 65 / 96 % CPU, every 600 s burst failed, the untuned stairs' failing steps ending on a
+    retried SYN (worst TAT 1,049-1,096 ms), 24 of 24 function-test changes synced with three of
+    the four loads failing, answers 17,907 -> 24,554 B (model 14,616 -> 22,788 B), 23.1 % over
+    TCP, the generator's ceiling 21,417 qps. What the notes do not give is chosen and said:
+    p99 TAT 5 ms where a step passed, 300 ms where it failed; two SYNs dropped in each untuned
+    failing step, none in the tuned stairs' passing steps; the tuned `before` function-test
+    load the one that passed."""
+    def cell(records: str, tuning: str, capacity: float, step: float, first: tuple[float, ...],
+             cpu: float, burst_ms: float, passed_function: bool, worst_pass: float,
+             worst_fail: float, drops: int, sizes: dict[str, Any]) -> CellData:
+        start = capacity - step
+        rates = [*first, *np.arange(start, capacity + 2.5 * step, step)]
+        worst = {float(r): (worst_pass if r <= capacity else worst_fail) for r in rates}
+        p99 = {float(r): (5.0 if r <= capacity else 300.0) for r in rates}
+        made = fallback_cell("bind916", records, tuning, capacity, ceiling=21417,
+                             figures=sizes, burst=False, cpu=cpu, start=start, step=step,
+                             first=first, worst_ms=worst, p99_ms=p99, fail_drops=drops,
+                             tcp_share=0.231, function=(6, 6, passed_function))
+        made.figures["burst_max_ms"] = burst_ms
+        return made
+
+    before = answer_sizes(17907, 172, full=14616, full_extra=172)
+    after = answer_sizes(24554, 218, full=22788, full_extra=218)
+    cells = [
+        cell("before", "untuned", 1600, 80, (2000.0, 3000.0), 72.0, 1193.0, False, 43.0,
+             1096.0, 2, before),
+        cell("before", "tuned", 2000, 100, (3000.0,), 87.0, 5000.0, True, 60.0, 5000.0, 0,
+             before),
+        cell("after", "untuned", 1075, 51, (2000.0, 3000.0, 1600.0, 1280.0), 65.0, 1049.0,
+             False, 45.0, 1096.0, 2, after),
+        cell("after", "tuned", 1840, 92, (2000.0, 3000.0), 96.0, 3500.0, False, 70.0, 5000.0,
+             0, after),
+    ]
+    return fallback_run(root, cells, run_id="20261125T204012Z-54c4")

@@ -54,7 +54,8 @@ class StepRecorder:
     the busy share of each side's cores."""
 
     def __init__(self, cell: Cell, lab: Lab, node: str, client: str, name: str = "stair",
-                 runner: DnsloadRunner | None = None, max_tat_ms: float = 1000.0):
+                 runner: DnsloadRunner | None = None,
+                 max_tat_ms: float = stairs.SEED_MAX_TAT_MS):
         self.cell, self.lab, self.node, self.client, self.name = cell, lab, node, client, name
         self.runner, self.max_tat_ms = runner, max_tat_ms
         self.phase = "coarse"

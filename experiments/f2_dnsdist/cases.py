@@ -39,7 +39,15 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F2.qps-gain", ABSENT, f2(generator="kxdpgun", tuned=230000)),
     ("F2.qps-gain", UNMET, f2(generator="kxdpgun", ceiling=240000)),
     ("F2.qps-gain", UNMET, f2(generator="kxdpgun", listeners=1)),  # 2 cores: 1 for dnsdist
-    ("F2.failures-drop", PRESENT, f2(generator="kxdpgun", flood_qps=430000)),
-    ("F2.failures-drop", ABSENT, f2(generator="kxdpgun", flood_qps=430000, tuned_fail=50.0)),
+    # a flood the untuned front-end carries (99.95 %), failing 100 of it a second
+    ("F2.failures-drop", PRESENT, f2(generator="kxdpgun", flood_qps=220100, tuned=220100)),
+    ("F2.failures-drop", ABSENT, f2(generator="kxdpgun", flood_qps=220100, tuned=220100,
+                                    tuned_fail=50.0)),
     ("F2.failures-drop", UNMET, f2(generator="kxdpgun", flood_qps=900000)),  # tuned overrun
+    # passed by accident before: the untuned front-end carried 51 % of a 430k flood, its
+    # "failures" the flood's excess over its capacity
+    ("F2.failures-drop", UNMET, f2(generator="kxdpgun", flood_qps=430000)),
+    # ... and the case: untuned answered 128k of 150k ("22,000 -> 0 failed/s")
+    ("F2.failures-drop", UNMET, f2(generator="kxdpgun", untuned=128000, tuned=150000,
+                                   flood_qps=150000, untuned_fail=22000.0)),
 ]

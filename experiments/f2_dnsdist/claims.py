@@ -87,28 +87,58 @@ def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_liste
     assert low <= t / b <= high, f"tuned/untuned {t / b:.2f}x"
 
 
+def _offered(cell: Cell) -> float:
+    """Queries per second the generator sent at a variant: its `offered_qps` figure (median of
+    the trials), else the trials' `offered_qps`, else answered + failed (closed loop)."""
+    offered = cell.figure("offered_qps", optional=True)
+    if offered is not None and float(offered) > 0:
+        return float(offered)
+    if cell.has("trials.csv"):
+        trials = cell.csv("trials.csv")
+        if "offered_qps" in trials.columns:
+            return float(trials["offered_qps"].median())
+    return float(cell.figure("qps")) + float(cell.figure("failures_per_s"))
+
+
+SEED_FAILED_SHARE = (72.2 / 231_067, 144.4 / 220_054)  # 0.03-0.07 % of what was sent
+
+
 @claim(
     "F2.failures-drop",
     title="Tuning removes the failed queries",
-    published="~72-144 failed/s with 1 listener -> 0 failures tuned",
+    published="1 listener: 72-144 failed/s at 220-232k qps answered (0.03-0.07 % of the "
+              "queries) -> 0 failed/s tuned",
     source=SOURCE, effect=DIRECTIONAL,
     tolerance="failed/s tuned <= {max_tuned}/s and below untuned",
-    precondition="the untuned front-end failed >= {min_untuned}/s (the flood stressed it), "
-                 "the tuned one answered >= {min_load:.0%} of the untuned qps, and an "
-                 "open-loop flood offered no more than the tuned front-end can answer (it "
-                 "answered >= {carried:.0%} of it): beyond that, failures are the flood's "
-                 "excess, not the lost queries the seed's closed-loop dnsperf counted",
+    precondition="the untuned front-end carried >= {carried:.0%} of the offered rate (the "
+                 "seed's: 99.9 %; below that its 'failures' are the flood's excess over its "
+                 "capacity, not the few lost queries the seed counted) and failed >= "
+                 "{min_untuned}/s; the tuned one answered >= {min_load:.0%} of the untuned "
+                 "qps and carried >= {carried:.0%} of an open-loop flood",
     fails_when="the tuned front-end still fails queries, or fails more than untuned",
     limits={"max_tuned": 1.0, "min_untuned": 10.0, "min_load": 0.95, "carried": 0.9},
 )
 def test_failures_drop(run: Run, verdict: Verdict, max_tuned: float,
                        min_untuned: float, min_load: float, carried: float) -> None:
+    """The seed's failures were a small share of what one listener carried: 72-144 failed/s
+    with ~225k answered. An open-loop flood above the untuned front-end's capacity makes
+    every query it cannot take a "failure" (untuned answered 128k of 150k offered: 22,000
+    failed/s), which tuning then "removes" by having the capacity: that is F2.qps-gain, not
+    this claim. So failures are judged only where the untuned variant carried >= 90 % of
+    what was offered, and said as a share of it, on the seed's scale."""
     base, tuned = _pair(run)
     cores_condition(run, verdict, tuned)
     b, t = float(base.figure("failures_per_s")), float(tuned.figure("failures_per_s"))
+    qb, qt = float(base.figure("qps")), float(tuned.figure("qps"))
+    offered_b = _offered(base)
+    share = qb / offered_b if offered_b > 0 else 0.0
+    require(share >= carried,
+            f"untuned answered {qb:,.0f} of {offered_b:,.0f} qps offered ({share:.0%}): its "
+            f"{b:,.0f} failed/s are the load's excess over its capacity",
+            "a load the untuned front-end carries (FLOOD_QPS below its capacity, or "
+            "GENERATOR=dnsperf)")
     require(b >= min_untuned, f"untuned failed {b:,.1f} queries/s: nothing to remove",
             "a flood that overloads one listener (more clients or outstanding queries)")
-    qb, qt = float(base.figure("qps")), float(tuned.figure("qps"))
     require(qt >= min_load * qb, f"tuned answered {qt:,.0f} qps against untuned {qb:,.0f}: "
             "fewer failures from less work", "the same flood on both variants")
     if tuned.params.get("generator") == "kxdpgun":
@@ -118,7 +148,12 @@ def test_failures_drop(run: Run, verdict: Verdict, max_tuned: float,
                 f"the open-loop flood offered {offered:,.0f} qps and the tuned front-end "
                 f"answered {answered:,.0f} ({answered / offered:.0%})",
                 "FLOOD_QPS at most the tuned front-end's rate, or GENERATOR=dnsperf")
-    verdict.measured = f"{b:,.1f} -> {t:,.1f} failed/s"
-    verdict.phrase = f"{b:,.0f} -> {t:,.0f} failed queries/s"
+    failed_share = b / offered_b
+    low, high = SEED_FAILED_SHARE[0], SEED_FAILED_SHARE[1]
+    verdict.measured = (f"{b:,.1f} -> {t:,.1f} failed/s; untuned failed {failed_share:.3%} of "
+                        f"{offered_b:,.0f} qps offered (seed: {min(low, high):.2%}-"
+                        f"{max(low, high):.2%})")
+    verdict.phrase = (f"{b:,.0f} -> {t:,.0f} failed queries/s (untuned {failed_share:.2%} of "
+                      "offered)")
     assert t < b, "failures did not drop"
     assert t <= max_tuned, "tuned setup still fails queries"

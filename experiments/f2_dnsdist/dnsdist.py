@@ -39,7 +39,9 @@ dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
 `avg_latency_ms`, ..., plus `t_start`, `t_end` (s since the cell's monitors started),
 `server_cpu_pct` (the daemon's mean over the trial) and `server_cores_busy_pct`,
 `generator_cores_busy_pct` (monitor/cores.csv over the trial)), `<generator>-<trial>.txt`
-(raw), `monitor/<server node>.csv`, `monitor/cores.csv`.
+(raw), with dnsperf and LATENCY_HISTOGRAM=true `latency-<trial>.csv` (every answer's latency
+binned, from dnsperf -v: columns `upper_s`, `count`; kxdpgun measures no latency),
+`monitor/<server node>.csv`, `monitor/cores.csv`.
 `cell.json` figures:
 - `qps` (answers per second), `failures_per_s` (queries without answer per second),
   `offered_qps`: medians over the trials; `qps_trials`, `failures_per_s_trials`;
@@ -66,6 +68,7 @@ from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import Driver, driver, merge_options
+from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from dnslab.topology import Topology
 from experiments.generators import kxdpgun, perf
 from zones import queries
@@ -73,8 +76,6 @@ from zones import queries
 VARIANTS = ("ceiling", "untuned", "tuned")
 GENERATORS = ("kxdpgun", "dnsperf")
 SINK_ZONE = "sink.test."
-# a front-end reaching this share of the generator's ceiling was held back by the generator
-GENERATOR_BOUND_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -237,11 +238,13 @@ def _flood(cell: Cell, client: str, server: str, qfile: Path, params: dict[str, 
                 cpu=cpus.parse(placement.generator)[0], remote_mac=remote_mac,
                 batch=params["batch"])
         else:
+            histogram = (cell.path / f"latency-{trial}.csv"
+                         if params.get("latency_histogram") else None)
             result = perf.dnsperf(lab, client, lab.address(server), qfile,
                                   cell.path / f"dnsperf-{trial}.txt",
                                   duration_s=params["duration_s"], clients=params["clients"],
                                   threads=params["threads"], outstanding=params["outstanding"],
-                                  timeout_s=params["timeout_s"])
+                                  timeout_s=params["timeout_s"], latency_csv=histogram)
         t_end = time.monotonic() - monitors.t0
         if not lab.alive(server):
             raise LabError(f"{server} exited under load", hint=f"its log: {lab.log(server)}")

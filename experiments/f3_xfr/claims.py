@@ -72,17 +72,16 @@ from experiments.f3_xfr.derived import (
     time_ports_used,
     tw_at,
 )
+from experiments.f3_xfr.port_range import PORT_RANGE_KEY, SEED_FAILURE_S
+from experiments.f3_xfr.port_range import SEED_STATED_PORTS as SEED_RANGE
+from experiments.f3_xfr.port_range import TW_BUCKETS_KEY as TW_KEY
 
-PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
-SEED_RANGE = 28_231  # 32768-60999, the default net.ipv4.ip_local_port_range, as the seed says
-SEED_FAILURE_S = 38.0  # the seed's first 'address not available', seconds after start
 SEED_RATE = SEED_RANGE / SEED_FAILURE_S  # ~743 new connections/s on the seed's machine
 SEED_ZONES = 30_000
 SEED_TW_BUCKETS = 1000
 # the straight line must rise by this share of the mean time across the counts below the
 # range: a flat (or falling) line gives no time per zone, and any count would look superlinear
 MIN_RISE = 0.05
-TW_KEY = "net.ipv4.tcp_max_tw_buckets"
 SHRINK_HINT = "a smaller port range on the secondary (ip_local_port_range) or more zones"
 SOURCE_30K = "seed 002, the 30k-zone cold start: log line at ~38 s and the port arithmetic"
 
@@ -142,10 +141,12 @@ def profile_sets_range(run: Run, profile: str) -> bool:
         return False
 
 
-def range_condition(run: Run, cells: list[Cell]) -> str:
+def range_condition(run: Run, cells: list[Cell], sized: bool = False) -> str:
     """What the lab changed in the port range of the judged cells, from the range read back
     on each cell's secondary (the seed's 32768-60999 is no change, nor a range the profile
-    sets itself: empty)."""
+    sets itself: empty). `sized`: said as what it was sized for (the seconds the run sized
+    the range to run out at, meta.json `port_range_choice` or the run's `failure_at_s`), for
+    a claim whose figure that sizing sets."""
     sizes, rates = [], []
     for cell in cells:
         if profile_sets_range(run, str(cell.params.get("profile", "default"))):
@@ -159,11 +160,31 @@ def range_condition(run: Run, cells: list[Cell]) -> str:
             rates += [rate] if rate is not None else []
     if not sizes:
         return ""
+    at = sized_at(run, cells)
+    if sized and at is not None:
+        return (f"range sized to run out at {at:g} s ("
+                + (f"{_span(rates)} conn/s; " if rates else "")
+                + f"seed: {SEED_RANGE:,} at ~{SEED_RATE:,.0f}/s)")
     ports = (_span(sizes) if min(sizes) == max(sizes) or min(sizes) < 10_000
              else f"{min(sizes) / 1000:.1f}k-{max(sizes) / 1000:.1f}k")  # numbers rounded
     return (f"range scaled to {ports} ports"
             + (f" for {_span(rates)} conn/s" if rates else "")
             + f" (seed: {SEED_RANGE:,} at ~{SEED_RATE:,.0f}/s)")
+
+
+def sized_at(run: Run, cells: list[Cell]) -> float | None:
+    """The seconds the run sized the default cells' port range to run out at (PORT_RANGE=auto:
+    connections/s x FAILURE_AT_S, the seed's 38 s), from meta.json's `port_range_choice` for
+    the cells' secondaries, else the run's `failure_at_s`; None when the run says neither."""
+    choices = run.meta.get("port_range_choice") or {}
+    found = {float(choices[key]["failure_at_s"]) for cell in cells
+             if (key := f"{cell.params.get('secondary', '')},"
+                        f"{cell.params.get('transport', 'tcp')}") in choices
+             and choices[key].get("failure_at_s") is not None}
+    if found:
+        return max(found)
+    value = run.params.get("failure_at_s")
+    return float(value) if value is not None else None
 
 
 def zones_condition(cells: list[Cell]) -> str:
@@ -174,21 +195,23 @@ def zones_condition(cells: list[Cell]) -> str:
     return f"{_span([float(z) for z in zones])} zones (seed: {SEED_ZONES:,})"
 
 
-def lab_conditions(run: Run, verdict: Verdict, cells: list[Cell]) -> None:
+def lab_conditions(run: Run, verdict: Verdict, cells: list[Cell], sized: bool = False) -> None:
     """The conditions the lab changed for these cells, into the verdict."""
-    for text in (range_condition(run, cells), zones_condition(cells)):
+    for text in (range_condition(run, cells, sized), zones_condition(cells)):
         verdict.condition(text)
 
 
 def judge(run: Run, verdict: Verdict, check: Callable[[Series], str],
-          phrase: Callable[[], str] | None = None, profile: str = "default") -> None:
+          phrase: Callable[[], str] | None = None, profile: str = "default",
+          sized: bool = False) -> None:
     """Run `check` on every series (it returns what it measured, raises AssertionError for
     an absent effect or NotApplicable for an unmet precondition) and combine: see the module
     docstring. `phrase` gives the verdict's short phrase from what the checks saw; the
     conditions come from the series' cells of `profile`."""
     everything = series(run)
     lab_conditions(run, verdict, [c for one in everything for c in one.cells
-                                  if fnmatchcase(str(c.params.get("profile")), profile)])
+                                  if fnmatchcase(str(c.params.get("profile")), profile)],
+                   sized)
     measured, failed, unmet = [], [], []
     for one in everything:
         prefix = f"{one.label}: " if one.label else ""
@@ -322,7 +345,7 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
 @claim(
     "F3.default.failure-time",
     title="Profile default: the first failure comes when connections opened = port-range size "
-          "(scale-aware form of '~38 s')",
+          "(a mechanism check where the range was sized to run out at the seed's 38 s)",
     published="first 'address not available' ~38 s after start with a 28,231-port range "
               "(~740 new connections/s)",
     source=SOURCE_30K, effect=TWO_SIDED,
@@ -334,10 +357,17 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
     fails_when="no failure, or the first failure much earlier or later than the port "
                "arithmetic says",
     limits={"low": 0.80, "high": 1.25, "slack_s": 1.0},
+    note="Where the lab sized the default's range to run out at 38 s (PORT_RANGE=auto: the "
+         "calibration's connections/s x 38), a first failure near 38 s partly restates that "
+         "design: what this checks is the mechanism (the failure comes when the connections "
+         "opened reach the range), and the verdict's line says so. Only the seed's own range "
+         "(PORT_RANGE=seed) times the failure independently.",
 )
 def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: float,
                               slack_s: float) -> None:
     firsts: list[float] = []
+    scaled = bool(range_condition(run, [c for one in series(run) for c in one.cells
+                                        if c.params.get("profile") == "default"]))
 
     def check(one: Series) -> str:
         cell, cs = _default(run, one)
@@ -358,8 +388,12 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
         assert lo <= first <= hi, f"first failure at {first:.1f} s, expected {lo:.1f}-{hi:.1f} s"
         return verdict.measured or ""
 
-    judge(run, verdict, check,
-          lambda: f"ports ran out {_span(firsts)} s after start" if firsts else "no failure")
+    def phrase() -> str:
+        said = f"ran out at {_span(firsts)} s" if firsts else "no failure"
+        return f"mechanism check, {said}" if scaled else (
+            f"ports ran out {_span(firsts)} s after start" if firsts else "no failure")
+
+    judge(run, verdict, check, phrase, sized=True)
 
 
 def seed_range_cells(run: Run) -> list[Cell]:
@@ -627,27 +661,29 @@ def transport_pairs(run: Run) -> list[tuple[Cell, Cell]]:
 
 
 @claim(
-    "F3.xot.reuse",
-    title="XFR over TLS is fast when it reuses connections",
+    "F3.xot.not-slower",
+    title="XFR over TLS is not slower than over TCP",
     published="'XFR přes TLS může být rychlé ... náhodou' (XoT can be fast ... by chance), "
-              "after the chart of mean transfer time TCP vs XoT; the conclusion asks about "
-              "connection reuse",
+              "after the chart of mean transfer time TCP vs XoT; the conclusion asks whether "
+              "connection reuse would help",
     source="seed 002, 'Průměrný čas přenosu: TCP vs. XoT' and the conclusion",
     effect=DIRECTIONAL,
-    tolerance="for the same zones XoT serves them all in <= {max_time_ratio}x the TCP time "
-              "and opens <= {max_reuse:.0%} of the connections per zone TCP opens (it reuses "
-              "connections)",
+    tolerance="for the same zones, profile and repetition, XoT's mean time per zone (the "
+              "time to serve them all / zones) <= {max_time_ratio}x TCP's (10 % for the "
+              "run-to-run spread of one cold start); connection reuse is reported beside it "
+              "(TCP connections opened per zone), not judged: the seed asks about it, it "
+              "does not state it",
     precondition="a TCP and a TLS cold start of the same profile and repetition (wide-ports, "
                  "else default), both with zones served",
-    fails_when="XoT opens about as many connections per zone as TCP (no reuse), or takes "
-               "longer than {max_time_ratio}x TCP",
-    limits={"max_time_ratio": 1.0, "max_reuse": 0.5},
+    fails_when="XoT takes more than {max_time_ratio}x TCP's time per zone, or does not serve "
+               "every zone",
+    limits={"max_time_ratio": 1.10},
 )
-def test_xot_reuse(run: Run, verdict: Verdict, max_time_ratio: float, max_reuse: float) -> None:
-    """The seed's XoT remark, as the lab can measure it: per pair of cold starts of the same
-    zones, the time to serve them all and the TCP connections opened per zone (1 Hz monitor),
-    with the server pair (primary -> secondary) named. Fast *and* reusing is the seed's
-    remark; fast without reuse is not the mechanism, reusing but slow is not "fast"."""
+def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> None:
+    """The seed's XoT remark as its chart shows it: mean transfer time, TCP vs XoT. The old
+    rule also required XoT to open <= 50 % of TCP's connections per zone, a condition the
+    seed does not state (it asks about reuse in its conclusion): XoT made 20 % faster than
+    TCP without reuse stayed "not reproduced". Reuse is now an observation in the text."""
     pairs = transport_pairs(run)
     require(bool(pairs), "no TCP and TLS cold starts of the same profile and repetition",
             "TRANSPORTS=tcp,tls")
@@ -655,29 +691,52 @@ def test_xot_reuse(run: Run, verdict: Verdict, max_time_ratio: float, max_reuse:
     parts, failed, reuse, ratios = [], [], [], []
     for tcp, tls in pairs:
         per_zone = {name: connections_per_zone(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
-        times = {name: cold_start(run, c).total_time_s for name, c in (("tcp", tcp), ("tls", tls))}
+        starts = {name: cold_start(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
+        times = {name: cs.total_time_s for name, cs in starts.items()}
+        mean = {name: (t / starts[name].zones if t is not None else None)
+                for name, t in times.items()}
         ends = f"{tls.params.get('primary', '?')}->{tls.params.get('secondary', '?')}"
         share = per_zone["tls"] / per_zone["tcp"] if per_zone["tcp"] > 0 else float("inf")
         reuse.append(share * 100)
         parts.append(f"{ends} {tls.params.get('profile')}"
                      + (f" rep {tls.params['rep']}" if "rep" in tls.params else "")
-                     + f": XoT {fmt_s(times['tls'])}, TCP {fmt_s(times['tcp'])}; "
-                     f"{per_zone['tls']:.2f} vs {per_zone['tcp']:.2f} connections per zone")
-        if times["tls"] is not None and times["tcp"] is not None:
-            ratios.append(times["tls"] / times["tcp"])
-        if times["tls"] is None or (times["tcp"] is not None
-                                    and times["tls"] > max_time_ratio * times["tcp"]):
-            failed.append(f"{ends}: XoT slower than TCP")
-        if share > max_reuse:
-            failed.append(f"{ends}: XoT opened {share:.0%} of TCP's connections per zone "
-                          "(no reuse)")
+                     + f": XoT {fmt_s(times['tls'])}, TCP {fmt_s(times['tcp'])} for "
+                     f"{starts['tls'].zones:,} zones"
+                     + (f" ({1000 * mean['tls']:.1f} vs {1000 * mean['tcp']:.1f} ms per zone)"
+                        if mean["tls"] is not None and mean["tcp"] is not None else "")
+                     + f"; reuse: {per_zone['tls']:.2f} vs {per_zone['tcp']:.2f} connections "
+                     "per zone")
+        if mean["tls"] is None:
+            failed.append(f"{ends}: XoT did not serve every zone")
+            continue
+        if mean["tcp"] is None:
+            ratios.append(0.0)  # TCP stalled, XoT finished: not slower
+            continue
+        ratio = mean["tls"] / mean["tcp"]
+        ratios.append(ratio)
+        if ratio > max_time_ratio:
+            failed.append(f"{ends}: XoT {ratio:.2f}x TCP's time per zone")
     pairs_named = sorted({f"{t.params.get('primary', '?')}->{t.params.get('secondary', '?')}"
                           for _, t in pairs})
-    verdict.phrase = (f"XoT {_span(reuse)} % of TCP's connections/zone"
-                      + (f", {_span(ratios, '{:.2f}')}x its time" if ratios else "")
-                      + f" ({', '.join(pairs_named)})")
+    verdict.phrase = ((f"XoT {_span(ratios, '{:.2f}')}x TCP's time per zone" if ratios else
+                       "XoT did not finish")
+                      + f", {_span(reuse)} % of its connections ({', '.join(pairs_named)})")
     verdict.measured = "; ".join(parts)
     assert not failed, "; ".join(failed)
+
+
+SEED_TLD = {"records": 14_000_000, "bytes": 691_000_000, "messages": 47_700}
+
+
+def tld_size_condition(run: Run, verdict: Verdict) -> None:
+    """The TLD zone's size when it is not the seed's .ch (records, bytes on the wire)."""
+    records = sorted({int(c.figure("records", optional=True) or 0) for c in run.cells})
+    if records and records[-1] and records[-1] < 0.9 * SEED_TLD["records"]:
+        verdict.condition(f"{records[-1]:,} records (seed: 14 M)")
+        return
+    sizes = [float(c.figure("bytes", optional=True) or 0) for c in run.cells]
+    if sizes and max(sizes) and abs(max(sizes) / SEED_TLD["bytes"] - 1) > 0.10:
+        verdict.condition(f"{max(sizes) / 1e6:,.1f} MB (seed: 691 MB)")
 
 
 @claim(
@@ -685,17 +744,23 @@ def test_xot_reuse(run: Run, verdict: Verdict, max_time_ratio: float, max_reuse:
     title="TLD-size AXFR time is repeatable",
     published=".ch AXFR: 14 M records, 691 MB, ~26.5 s, +-0.6 % over 10 repetitions",
     source="seed 002, the .ch transfer table", effect=DIRECTIONAL,
-    tolerance="relative standard deviation of the transfer time <= {max_rel_std:.1%} "
-              "(the seed's 0.6 % with room for a shared VM)",
+    tolerance="every repetition within +-{max_dev:.1%} of the cells' mean transfer time (the "
+              "seed's '+-0.6 %, 10 repetitions' read as the spread of its 10 times around "
+              "their mean, the way a +- over a handful of runs is written; {room:.1%} points "
+              "of room for the lab's own timer)",
     precondition=">= {min_reps} repetitions, each timed from the secondary's own transfer "
                  "log (start to end of the AXFR, not daemon start), with a timing error at "
-                 "most half the band",
-    fails_when="a repetition failed or the spread exceeds {max_rel_std:.1%}",
-    limits={"max_rel_std": 0.02, "min_reps": 10},
+                 "most {room:.1%} of the transfer time",
+    fails_when="a repetition failed or one lies more than {max_dev:.1%} from the mean",
+    limits={"max_dev": 0.01, "room": 0.004, "min_reps": 10},
 )
-def test_tld_repeatable(run: Run, verdict: Verdict, max_rel_std: float, min_reps: int) -> None:
+def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
+                        min_reps: int) -> None:
     """The seed's +-0.6 % is a spread over 10 repetitions: fewer (CI runs 3) cannot show it,
-    so they are not applicable with the count."""
+    so they are not applicable with the count. Read as a standard deviation it would allow
+    individual times ~1.5 % off; the old band (relative standard deviation <= 2 %, over 3x
+    the seed's) passed a run whose times spread 1.9 %. The band is now the seed's figure
+    plus the lab timer's room."""
     if not run.cells:
         not_applicable("no cells in this run")
     parts, worst = [], 0.0
@@ -711,68 +776,124 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_rel_std: float, min_reps
         assert len(delays) == reps, f"{cell.label}: {reps - len(delays)} repetition(s) failed"
         mean = statistics.fmean(delays)
         error = cell.figure("error_s", optional=True)
-        require(error is not None and float(error) / mean <= max_rel_std / 2,
+        require(error is not None and float(error) / mean <= room,
                 f"{cell.label}: timing error {error} s on {mean:.2f} s",
-                f"a timer finer than {max_rel_std / 2:.1%} of the transfer time")
-        rel = statistics.stdev(delays) / mean
-        worst = max(worst, rel)
-        parts.append(f"{cell.label}: {mean:.2f} s +-{rel:.2%} over {len(delays)}")
-        verdict.phrase = f"{mean:.1f} s +-{rel:.1%} over {len(delays)} AXFRs"
+                f"a timer finer than {room:.1%} of the transfer time")
+        dev = max(abs(d - mean) for d in delays) / mean
+        rsd = statistics.stdev(delays) / mean
+        worst = max(worst, dev)
+        parts.append(f"{cell.label}: {mean:.2f} s, within +-{dev:.2%} of it (relative standard "
+                     f"deviation {rsd:.2%}) over {len(delays)}")
+        verdict.phrase = f"{mean:.1f} s, within +-{dev:.1%} over {len(delays)} AXFRs"
     verdict.measured = "; ".join(parts)
-    records = sorted({int(c.figure("records", optional=True) or 0) for c in run.cells})
-    if records and records[-1] and records[-1] < 14_000_000:
-        verdict.condition(f"{records[-1]:,} records (seed: 14 M)")
-    assert worst <= max_rel_std, f"relative stddev {worst:.2%}"
+    tld_size_condition(run, verdict)
+    assert worst <= max_dev, f"a repetition {worst:.2%} from the mean"
+
+
+@claim(
+    "F3.tld.size", kind=CALIBRATION,
+    title="Lab check: the lab's TLD transfer is the size of the seed's .ch",
+    published=".ch AXFR: 14 M records, 691 MB in 47,700 DNS messages",
+    source="seed 002, the .ch transfer table", effect=TWO_SIDED,
+    tolerance="bytes on the wire and DNS messages per AXFR each within +-{band:.0%} of the "
+              "seed's 691 MB and 47,700",
+    precondition="a TLD zone of the seed's 14 M records (>= {min_share:.0%} of it) whose "
+                 "AXFR the secondary's log sized (bytes, messages)",
+    fails_when="the lab's zone carries far fewer or far more bytes or messages than .ch: "
+               "its records are smaller or larger than the seed's, and the transfer time "
+               "is not comparable",
+    limits={"band": 0.10, "min_share": 0.90},
+)
+def test_tld_size(run: Run, verdict: Verdict, band: float, min_share: float) -> None:
+    if not run.cells:
+        not_applicable("no cells in this run")
+    parts, off, phrases = [], [], []
+    for cell in run.cells:
+        records = int(cell.figure("records", optional=True) or 0)
+        require(records >= min_share * SEED_TLD["records"],
+                f"{cell.label}: {records:,} records (seed: 14 M)", "RECORDS=14000000")
+        size, messages = cell.figure("bytes", optional=True), cell.figure("messages",
+                                                                           optional=True)
+        require(size is not None and messages is not None,
+                f"{cell.label}: the AXFR's bytes and messages were not logged",
+                "a secondary whose log sizes its transfers (BIND, Knot)")
+        got = {"bytes": float(size), "messages": float(messages)}
+        parts.append(f"{cell.label}: {records:,} records, {got['bytes'] / 1e6:,.1f} MB in "
+                     f"{got['messages']:,.0f} messages")
+        phrases.append(f"{got['bytes'] / 1e6:,.1f} MB in {got['messages']:,.0f} msgs")
+        for key, value in got.items():
+            if abs(value / SEED_TLD[key] - 1) > band:
+                off.append(f"{cell.label}: {key} {value / SEED_TLD[key]:.0%} of the seed's")
+    verdict.measured = "; ".join(parts)
+    verdict.phrase = ", ".join(sorted(set(phrases))) + " (seed: 691 MB in 47,700)"
+    assert not off, "; ".join(off)
+
+
+# the seed's timestamps: zone loaded 2024-10-14T12:40:32Z (whole seconds), server started
+# 12:40:32.646Z, so the true delay lies in -0.646..+0.354 s (it printed -0.354 s)
+SEED_SMALLEST_BOUND_S = (-0.646, 0.354)
 
 
 @claim(
     "F3.smallest.delay",
-    title="Smallest zone (SOA + NS): transfer delay ~0, within clock precision",
-    published="delay ~0; a negative delay of -0.354 s was measured (log/clock precision)",
-    source="seed 002, the smallest-zone measurement", effect=TWO_SIDED,
-    tolerance="|median delay| <= {errors}x the lab's own measurement error (poll interval + "
-              "round trip, recorded per repetition) in every cell",
-    precondition="the measurement error is recorded and at most {max_error_s} s (a coarser "
-                 "clock cannot tell ~0 from the seed's -0.354 s)",
-    fails_when="the median delay lies outside +-{errors}x the error: a negative delay (two "
-               "clocks, the seed's artefact) or a tiny zone that takes visibly long to arrive "
-               "(e.g. waits for a refresh timer instead of the NOTIFY)",
-    limits={"errors": 3, "max_error_s": 0.1},
+    title="Smallest zone (SOA + NS): the transfer takes ~0, below what the seed's clocks "
+          "could resolve",
+    published="delay 'tends to zero'; measured -0.354 s: loaded 12:40:32Z (whole seconds) "
+              "minus started 12:40:32.646Z, so its delay lies in -0.646..+0.354 s",
+    source="seed 002, the smallest-zone measurement and its 'Přesnost údajů' slide",
+    effect=TWO_SIDED,
+    tolerance="the AXFR's time by the secondary's own log (the lines that open and close it, "
+              "or the daemon's own duration), median per cell, between -{errors}x its error "
+              "(a transfer takes no negative time) and the seed's +{upper} s (what its "
+              "timestamps could hide)",
+    precondition="the secondary's log timed the AXFR in at least one repetition per cell, "
+                 "with an error of at most {max_error_s} s",
+    fails_when="the transfer visibly takes longer than the seed's clocks could hide (e.g. "
+               "waits for a refresh timer instead of the NOTIFY), or comes out negative (two "
+               "clocks: the seed's artefact)",
+    limits={"errors": 3, "max_error_s": 0.1, "upper": SEED_SMALLEST_BOUND_S[1]},
 )
-def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: float) -> None:
-    """The seed: the delay of the smallest zone 'tends to zero' and came out -0.354 s because
-    the two timestamps had different precision (check the test environment first). The lab
-    reads both instants on one clock with an error bar of about +-0.01 s, so 'about zero' is
-    'within a few error bars': -0.354 s and +0.45 s are both far outside (the old band of
-    +-0.5 s passed either)."""
+def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: float,
+                        upper: float) -> None:
+    """The seed's delay is (time the zone was loaded) - (time the server started), from the
+    daemon's own log lines, one of them in whole seconds. The lab's host-clock delay (process
+    start to the first authoritative SOA) holds the daemon's start-up, ~0.21 s, which the
+    seed's "server start" line comes after: judged on it, a transfer of 0.000 s by the log
+    failed. So the judged time is the AXFR's own, timed by the secondary's log (BIND's ms
+    clock, or the daemon's "finished, 0.00 seconds" with +-0.01 s), and the process-start
+    figure is reported beside it."""
     if not run.cells:
         not_applicable("no cells in this run")
-    parts, worst = [], 0.0
-    medians: list[float] = []
+    parts, medians, unmet, failed = [], [], [], []
     for cell in run.cells:
-        delays = [float(d) for d in cell.figure("delays_s") or []]
-        assert delays, f"cell {cell.id}: the zone was never served"
-        raw_error = cell.figure("error_s", optional=True)
-        require(raw_error is not None, f"{cell.label}: measurement error not recorded",
-                "a run that records its poll interval + round trip (error_s)")
-        error = float(raw_error)
-        require(error <= max_error_s, f"{cell.label}: measurement error +-{error:.3f} s",
-                "a shorter poll interval")
-        median = statistics.median(delays)
-        worst = max(worst, abs(median) / error if error > 0 else float("inf"))
+        timed = log_timed_transfers(cell)
+        delays = [float(d) for d in cell.figure("delays_s") or [] if _finite(d)]
+        started = (f"; {statistics.median(delays):+.3f} s from process start to the first "
+                   "SOA answer" if delays else "")
+        if not timed:
+            unmet.append(f"{cell.label}: no repetition's AXFR timed by the secondary's log")
+            continue
+        error = max(e for _, e in timed)
+        if error > max_error_s:
+            unmet.append(f"{cell.label}: the log times the AXFR to +-{error:.3f} s")
+            continue
+        median = statistics.median(t for t, _ in timed)
         medians.append(median)
-        parts.append(f"{cell.label}: median {median:.3f} s (max {max(delays):.3f}, "
-                     f"error +-{error:.3f} s, n={len(delays)})")
+        parts.append(f"{cell.label}: AXFR {median:+.3f} s by its log (median, max "
+                     f"{max(t for t, _ in timed):.3f}, error +-{error:.3f} s, n={len(timed)})"
+                     + started)
+        if median < -errors * error:
+            failed.append(f"{cell.label}: a negative transfer time ({median:+.3f} s)")
+        elif median > upper:
+            failed.append(f"{cell.label}: {median:.3f} s, more than the seed's clocks hide")
+    require(bool(parts), "; ".join(unmet), "a secondary whose log times its transfers (BIND "
+            "with ms timestamps, Knot's or NSD's own duration)")
     verdict.measured = "; ".join(parts)
-    # the lab's start is the daemon's process start (its start-up is in the delay): said, as
-    # the seed's 'server start' may be a later instant; the AXFR's own span from the
-    # secondary's log (where its clock has ms) says how much of the delay is the transfer
-    by_log = [timed for cell in run.cells for timed in log_timed_transfers(cell)]
-    verdict.phrase = (f"median {_span(medians, '{:+.3f}')} s from process start "
-                      f"({worst:.0f}x the error bar)"
-                      + (f"; the AXFR alone <= {max(t for t, _ in by_log):.3f} "
-                         f"+-{max(e for _, e in by_log):.3f} s by the logs" if by_log else ""))
-    assert worst <= errors, f"delay {worst:.1f}x the measurement error"
+    verdict.phrase = (f"AXFR {_span(medians, '{:+.3f}')} s by the secondaries' logs (seed: "
+                      f"{SEED_SMALLEST_BOUND_S[0]}..+{upper} s)")
+    if unmet:
+        verdict.note("not judged: " + "; ".join(unmet))
+    assert not failed, "; ".join(failed)
 
 
 @claim(
@@ -784,20 +905,27 @@ def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: fl
     source="seed 002, the zone-count sweep and conclusion", effect=DIRECTIONAL,
     tolerance="the largest count takes >= {min_spread}x the time a straight line (fixed "
               "start-up + time per zone) through the finished counts at or below the port "
-              "range predicts for it; a count stalled at its deadline counts only when the "
-              "deadline is >= {min_spread}x that prediction",
+              "range predicts for it (a count stalled at its deadline counts only when the "
+              "deadline is >= {min_spread}x that prediction), while the wide-ports control "
+              "at that count stays under {min_spread}x",
     precondition=">= {min_points} zone counts, the largest above the port range, >= 2 "
-                 "finished counts at or below it whose time grows with the count",
+                 "finished counts at or below it whose time grows with the count; at the "
+                 "largest count the ports ran out (connect failures, or TIME_WAIT >= "
+                 "{at_range:.0%} of the range) and a wide-ports control ran the same count",
     fails_when="the largest count takes about what the straight line predicts (linear), or "
-               "less",
-    limits={"min_spread": 1.3, "min_points": 3},
+               "less, or the wide-ports control is as superlinear (not the ports)",
+    limits={"min_spread": 1.3, "min_points": 3, "at_range": 0.90},
 )
-def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_points: int) -> None:
+def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_points: int,
+                         at_range: float) -> None:
     """Judged per secondary against a line fitted where ports cannot run out. The old rule
     divided the marginal time between the two largest counts by that between the two
     smallest, `max(low, 1e-9)`: two small counts that took the same time (or the second
     less) made any sweep ~10^6x "superlinear", and a count that hit its deadline passed
-    however short the deadline was."""
+    however short the deadline was. The second pass still passed a sweep whose time per zone
+    grew with no port ever running out: the mechanism is now required (the ports ran out at
+    the largest count) and so is its control (the same count with a wide range stays on the
+    line)."""
     cells = run.cells_where(profile="default") or [
         c for c in run.cells if "profile" not in c.params]
     cells = [c for c in cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
@@ -812,20 +940,61 @@ def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_poin
         by_secondary.setdefault(str(cell.params.get("secondary", "")), []).append(cell)
     parts, phrases, failed = [], [], []
     for secondary, group in sorted(by_secondary.items()):
-        text, ratio = _sweep_ratio(run, group, min_spread)
         label = f"{secondary}: " if secondary else ""
+        text, ratio, predicted = _sweep_ratio(run, group, min_spread)
+        largest = max(group, key=lambda c: int(c.params["zones"]))
+        text += "; " + _ports_ran_out(run, largest, at_range, label)
+        control = [c for c in run.cells_where(profile="wide-ports")
+                   if int(c.params.get("zones", -1)) == int(largest.params["zones"])
+                   and str(c.params.get("secondary", "")) == secondary]
+        require(bool(control), f"{label}no wide-ports control at {int(largest.params['zones']):,}"
+                " zones: nothing shows the growth is the ports'",
+                "the sweep's largest count again with wide ports (PROFILES=default,wide-ports)")
+        value = control[0].figure("total_time_s", optional=True)
+        wide = float(value) / predicted if value is not None and _finite(value) \
+            and predicted > 0 else float("inf")
+        text += (f"; wide-ports control {fmt_s(float(value)) if value is not None else 'stalled'}"
+                 f" ({wide:.2f}x the line)")
         parts.append(label + text)
         phrases.append(f"{ratio:.1f}x" + (f" ({secondary})" if secondary else ""))
         if ratio < min_spread:
             failed.append(f"{label}{ratio:.2f}x the linear time")
+        if wide >= min_spread:
+            failed.append(f"{label}the wide-ports control took {wide:.2f}x the linear time "
+                          "too: not the ports")
     verdict.measured = "; ".join(parts)
-    verdict.phrase = f"{counts[-1]:,} zones took {', '.join(phrases)} the linear time"
-    assert not failed, "time grows linearly with the zone count: " + "; ".join(failed)
+    verdict.phrase = (f"{counts[-1]:,} zones took {', '.join(phrases)} the linear time, "
+                      "wide ports not")
+    assert not failed, "time grows linearly with the zone count, or not by the ports: " \
+        + "; ".join(failed)
 
 
-def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, float]:
-    """(what was measured, the largest count's time over the line's prediction) for the cells
-    of one secondary; NotApplicable when the line or the largest count cannot be judged."""
+def _ports_ran_out(run: Run, cell: Cell, at_range: float, label: str) -> str:
+    """The port mechanism at a count: connect failures, or TIME_WAIT at the range (the
+    cell's figures, else its raw files); not applicable when neither shows."""
+    ports = int(cell.figure("port_range_size"))
+    failures, peak = (cell.figure("connect_failures", optional=True),
+                      cell.figure("tw_peak", optional=True))
+    if failures is None or peak is None:
+        try:
+            cs = cold_start(run, cell)
+        except LabError:
+            not_applicable(f"{label}the connect failures and TIME_WAIT at "
+                           f"{int(cell.params['zones']):,} zones were not recorded")
+        failures, peak = cs.connect_failures, cs.tw_peak
+    zones = int(cell.params["zones"])
+    require(int(failures) > 0 or float(peak) >= at_range * ports,
+            f"{label}at {zones:,} zones no connect failure and TIME_WAIT peaked at "
+            f"{float(peak):,.0f} of {ports:,} ports: the ports never ran out",
+            "a port range the largest count exhausts (PORT_RANGE=auto)")
+    return (f"{int(failures):,} connect failures, TIME_WAIT peak {float(peak):,.0f} of "
+            f"{ports:,} ports")
+
+
+def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, float, float]:
+    """(what was measured, the largest count's time over the line's prediction, the
+    prediction) for the cells of one secondary; NotApplicable when the line or the largest
+    count cannot be judged."""
     ports = max(int(c.figure("port_range_size")) for c in cells)
     total: dict[int, float | None] = {}
     deadline: dict[int, float | None] = {}
@@ -861,6 +1030,7 @@ def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, f
                 f"a deadline >= {min_spread}x the linear time (DEADLINE_S)")
         assert limit is not None
         return (f"total time {text}; linear {predicted:.1f} s for {largest:,}, stalled past "
-                f"{limit:.0f} s (>= {limit / predicted:.2f}x)"), limit / predicted
+                f"{limit:.0f} s (>= {limit / predicted:.2f}x)"), limit / predicted, predicted
     ratio = measured / predicted if predicted > 0 else float("inf")
-    return (f"total time {text}; linear {predicted:.1f} s for {largest:,} ({ratio:.2f}x)"), ratio
+    return (f"total time {text}; linear {predicted:.1f} s for {largest:,} ({ratio:.2f}x)",
+            ratio, predicted)

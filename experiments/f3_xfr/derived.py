@@ -13,8 +13,7 @@ import numpy as np
 from analysis.rundata import Cell, Run
 from dnslab.counters import peak_growth, peak_rate
 from dnslab.errors import LabError
-
-TIME_WAIT_S = 60.0  # Linux keeps a closed connection's port in TIME_WAIT for 60 s
+from experiments.f3_xfr.port_range import PORT_RANGE_KEY, SEED_PORT_RANGE, TIME_WAIT_S
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ def cold_start(run: Run, cell: Cell) -> ColdStart:
     if zones <= 0:
         raise LabError(f"{cell.rel('cell.json')} gives no zone count",
                        hint="the procedure must record the figure 'zones'")
-    read_back = cell.sysctl(node, "net.ipv4.ip_local_port_range")
+    read_back = cell.sysctl(node, PORT_RANGE_KEY)
     ports = (port_range_size(read_back) if read_back is not None
              else int(cell.figure("port_range_size")))
     events = cell.csv("xfr_events.csv", ("t", "event"))
@@ -107,9 +106,7 @@ def tw_at(run: Run, cell: Cell, t: float) -> float:
     return float(near["tcp_time_wait"].max())
 
 
-SEED_PORT_RANGE = "32768 60999"  # the seed's (and Linux's) default ip_local_port_range
 SEED_PORTS = port_range_size(SEED_PORT_RANGE)  # 28,232 ports (the seed says 28,231)
-PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 
 
 def port_range_read_back(run: Run, cell: Cell) -> str | None:

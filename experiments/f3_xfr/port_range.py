@@ -1,5 +1,8 @@
 """The port range of an F3 cold start: ports a secondary needs at its measured transfer
-rate, the seed's range, and the TIME_WAIT cap that goes with a narrower range.
+rate, the seed's range, and the TIME_WAIT cap that goes with a narrower range. The seed's
+port facts (its range, its first failure, TIME_WAIT's length, the sysctl keys) are defined
+here once for the package: the procedure, `derived.py`, `claims.py` and `plots.py` import
+them.
 
 `transfer_rate` reads a finished cold-start cell's raw files (1 Hz monitor, transfer log
 events); `auto_port_range` turns a connection rate into the range the secondary uses up in a
@@ -19,7 +22,9 @@ from dnslab.errors import LabError
 PORT_RANGE_KEY = "net.ipv4.ip_local_port_range"
 TW_BUCKETS_KEY = "net.ipv4.tcp_max_tw_buckets"
 SEED_PORT_RANGE = "32768 60999"   # the seed's (and Linux's) default ip_local_port_range
-TIME_WAIT_S = 60                   # Linux's TCP_TIMEWAIT_LEN, not a sysctl
+SEED_STATED_PORTS = 28_231         # that range's ports as the seed says (it holds 28,232)
+SEED_FAILURE_S = 38.0              # the seed's first 'address not available', s after start
+TIME_WAIT_S = 60.0                 # Linux's TCP_TIMEWAIT_LEN, not a sysctl
 AUTO_RANGE_LOW = 20000             # where an automatic range starts (below the kernel's)
 # well above the transfers a secondary runs at once (BIND's transfers-in here: 100), so a
 # slow machine's narrow range runs out because of TIME_WAIT, not because of open transfers

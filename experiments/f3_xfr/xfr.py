@@ -408,7 +408,8 @@ def zone_sweep(run: Run) -> None:
     params = run.params
     check_secondaries(run, params["secondaries"])
     counts = list(params["counts"])
-    run.plan(len(counts) * len(params["secondaries"]) + (params["port_range"] == "auto")
+    controls = list(params["profiles"][1:])
+    run.plan((len(counts) + len(controls) + (params["port_range"] == "auto"))
              * len(params["secondaries"]),
              per_cell_s=min(params["deadline_s"], 30 + sum(counts) / len(counts) / 300))
     ranges = {server: choose_port_range(run, server, "tcp",
@@ -423,3 +424,12 @@ def zone_sweep(run: Run) -> None:
         for server in params["secondaries"]:
             run_cold_start_cell(run, f"zones={count},secondary={server}", zone_refs, server,
                                 params["profiles"][0], {"count": count}, "tcp", ranges[server])
+    # the control (F3.sweep.nonlinear): the largest count again with each further profile
+    # (wide-ports: a range its connections cannot fill), so the growth is shown to be the
+    # ports' and not the zone count's
+    largest = max(counts)
+    for profile in controls:
+        for server in params["secondaries"]:
+            run_cold_start_cell(run, f"zones={largest},secondary={server},profile={profile}",
+                                small_zone_refs(largest, params["seed"]), server, profile,
+                                {"count": largest}, "tcp", ranges[server])

@@ -1,6 +1,6 @@
-"""Altered data for F4 (resolver cache): the warm passes answer as the cold ones, or every
-warm -q as the smallest, for `analysis.altered`'s check that a claim cannot pass without its
-effect.
+"""Altered data for F4 (resolver cache): the warm passes answer as the cold ones, every warm
+or cold -q as the smallest, the cold passes as quick as the warm ones, for
+`analysis.altered`'s check that a claim cannot pass without its effect.
 """
 
 from __future__ import annotations
@@ -25,16 +25,39 @@ def warm_like_cold(run: Run) -> int:
     return changed
 
 
+def flat_in_q(run: Run, cache: str) -> int:
+    """Every -q of a cache state answers as its smallest -q."""
+    passes = sorted(dnsperf_passes(run, cache), key=lambda c: int(c.params["outstanding"]))
+    if len(passes) < 2:
+        return 0
+    same = {k: passes[0].figures[k] for k in ("qps", "qps_trials") if k in passes[0].figures}
+    return sum(edit_figures(c, lambda f: f.update(same)) for c in passes[1:])
+
+
 def warm_flat_in_q(run: Run) -> int:
     """Every warm -q answers as the smallest -q."""
-    warm = sorted(dnsperf_passes(run, "warm"), key=lambda c: int(c.params["outstanding"]))
-    if len(warm) < 2:
-        return 0
-    same = {k: warm[0].figures[k] for k in ("qps", "qps_trials") if k in warm[0].figures}
-    return sum(edit_figures(c, lambda f: f.update(same)) for c in warm[1:])
+    return flat_in_q(run, "warm")
+
+
+def cold_flat_in_q(run: Run) -> int:
+    """Every cold -q answers as the smallest -q: more outstanding queries do nothing."""
+    return flat_in_q(run, "cold")
+
+
+def cold_latency_like_warm(run: Run) -> int:
+    """The cold passes wait no longer than the warm ones: no wide area to resolve through."""
+    changed = 0
+    for cold in dnsperf_passes(run, "cold"):
+        warm = run.cells_where(cache="warm", outstanding=cold.params["outstanding"])
+        if warm and "avg_latency_ms" in warm[0].figures:
+            ms = warm[0].figures["avg_latency_ms"]
+            changed += edit_figures(cold, lambda f, ms=ms: f.update(avg_latency_ms=ms))
+    return changed
 
 
 ALTERATIONS: dict[str, tuple[Alteration, ...]] = {
     "F4.warm-over-cold": (warm_like_cold,),
     "F4.warm-scales-with-q": (warm_flat_in_q,),
+    "F4.cold-q-effect": (cold_flat_in_q,),
+    "F4.cold-latency": (cold_latency_like_warm,),
 }

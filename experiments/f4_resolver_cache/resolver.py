@@ -51,7 +51,9 @@ against one warmed by a pass over the whole list. The cold ramp reads the list o
 can feed (`resperf_max_qps_used`).
 
 Files per cell: `trials.csv` (one row per trial: `trial` and the figures below),
-`dnsperf-<trial>.txt` (raw; warm cells also `dnsperf-warmup-<trial>.txt`), `flush.txt`
+`dnsperf-<trial>.txt` (raw; warm cells also `dnsperf-warmup-<trial>.txt`), with
+LATENCY_HISTOGRAM=true each pass's answer latencies binned (`latency-<trial>.csv`,
+`latency-warmup-<trial>.csv`; columns `upper_s`, `count`, from dnsperf -v), `flush.txt`
 (the flush commands' output), `leak.json` (the no-leak evidence below), `monitor/resolver.csv`;
 resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `resperf.csv` (columns `time_s`, `target_qps`, `actual_qps`, `responses_per_s`,
@@ -299,10 +301,12 @@ def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name:
           ) -> dict[str, Any]:
     """One dnsperf pass over the list, or `duration_s` seconds looping over it, against the
     resolver (or, `responder`, against the canned responder at the resolver's address)."""
+    histogram = (cell.path / name.replace("dnsperf-", "latency-").replace(".txt", ".csv")
+                 if params.get("latency_histogram") else None)
     result = perf.dnsperf(lab, nodes.client, lab.address(nodes.resolver), qfile,
                           cell.path / name,
                           runs=None if duration_s else 1, duration_s=duration_s or None,
-                          outstanding=q, timeout_s=params["timeout_s"])
+                          outstanding=q, timeout_s=params["timeout_s"], latency_csv=histogram)
     if not responder and not lab.alive(nodes.resolver):
         raise LabError("the resolver exited under load",
                        hint=f"its log: {lab.log(nodes.resolver)}")

@@ -45,4 +45,51 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=15000)),
     ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, sent_share={"default": 0.8})),
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=None)),
+    # "massively negative": at least 10 % worse, not merely significant
+    # passed by accident before: -1.5 % qps, significant (tight trials) but tiny
+    ("F5.tso-win-divisor", ABSENT, f5(gain={"tso-win-divisor-1": 0.985}, trials=20,
+                                      spread=0.002)),
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 1.0}, trials=20,
+                                       latency_gain={"tso-win-divisor-1": 1.25})),
+    # tcp_abort_on_overflow: latency -5 %, lost -98 %
+    ("F5.abort-on-overflow.latency", PRESENT, f5(gain={"diiner": 1.08},
+                                                 latency_gain={"diiner": 0.95}, trials=20)),
+    ("F5.abort-on-overflow.latency", ABSENT, f5(gain={"diiner": 1.08}, trials=20)),
+    ("F5.abort-on-overflow.latency", REVERSED, f5(gain={"diiner": 1.08}, trials=20,
+                                                  latency_gain={"diiner": 1.05})),
+    ("F5.abort-on-overflow.latency", ABSENT, f5(gain={"diiner": 1.08}, trials=20,
+                                                latency_gain={"diiner": 0.6})),  # -40 %
+    ("F5.abort-on-overflow.latency", UNMET, f5(gain={"diiner": 1.08}, overflows=0,
+                                               latency_gain={"diiner": 0.95})),
+    ("F5.abort-on-overflow.lost", PRESENT, f5(gain={"diiner": 1.08},
+                                              lost_gain={"diiner": 0.02})),
+    ("F5.abort-on-overflow.lost", ABSENT, f5(gain={"diiner": 1.08})),
+    ("F5.abort-on-overflow.lost", REVERSED, f5(gain={"diiner": 1.08},
+                                               lost_gain={"diiner": 2.0})),
+    # the lab's saturated Knot kept its queries waiting in dnsperf: nothing lost to remove
+    ("F5.abort-on-overflow.lost", UNMET, f5(gain={"diiner": 1.08},
+                                            lost_gain={"default": 0.001, "diiner": 0.0})),
+    ("F5.abort-on-overflow.lost", UNMET, f5(gain={"diiner": 1.08}, capped=True,
+                                            lost_gain={"diiner": 0.02})),
+    # tcp_sack=1 (the default) against SACK off alone: latency -1.5 %
+    ("F5.tcp-sack", PRESENT, f5(gain={"tcp-sack-0": 1.0}, latency_gain={"tcp-sack-0": 1.015},
+                                trials=20, spread=0.003)),
+    ("F5.tcp-sack", ABSENT, f5(gain={"tcp-sack-0": 1.0}, trials=20, spread=0.003)),
+    ("F5.tcp-sack", REVERSED, f5(gain={"tcp-sack-0": 1.0}, trials=20, spread=0.003,
+                                 latency_gain={"tcp-sack-0": 0.985})),
+    ("F5.tcp-sack", ABSENT, f5(gain={"tcp-sack-0": 1.0}, trials=20, spread=0.003,
+                               latency_gain={"tcp-sack-0": 1.2})),  # SACK off 20 % slower
+    # the profiles of the full runs: nothing turns SACK off alone
+    ("F5.tcp-sack", UNMET, f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})),
+    ("F5.tcp-sack", UNMET, f5(gain={"tcp-sack-0": 1.0}, latency_gain={"tcp-sack-0": 1.015},
+                              trials=20, capped=True)),
+    # buffer sizes (esnet-10g) make no difference: an equivalence test within +-5 %
+    ("F5.no-effect", PRESENT, f5(gain={"esnet-10g": 1.0}, trials=20)),
+    ("F5.no-effect", ABSENT, f5(gain={"esnet-10g": 1.12}, trials=20)),
+    ("F5.no-effect", REVERSED, f5(gain={"esnet-10g": 0.88}, trials=20)),
+    ("F5.no-effect", ABSENT, f5(gain={"esnet-10g": 1.0}, latency_gain={"esnet-10g": 1.3},
+                                trials=20)),
+    ("F5.no-effect", UNMET, f5(gain={"esnet-10g": 1.0}, trials=20, spread=0.15)),  # noisy
+    ("F5.no-effect", UNMET, f5(gain={"esnet-10g": 1.0}, trials=20, capped=True)),
+    ("F5.no-effect", UNMET, f5(gain={"ldplayer": 1.0}, trials=20)),  # not a buffer profile
 ]

@@ -71,12 +71,13 @@ from pathlib import Path
 from typing import Any
 
 from dnslab import cpus, paths
-from dnslab.counters import deltas, tables_in
+from dnslab.counters import deltas
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
+from dnslab.thresholds import SATURATED_SHARE
 from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
@@ -103,7 +104,7 @@ def server_options(server: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
-    tables = tables_in(lab.netns(node))
+    tables = lab.tables(node)
     return {f"{name}.{key}": value for name in ("TcpExt", "Tcp")
             for key, value in tables.get(name, {}).items()}
 
@@ -231,12 +232,6 @@ def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
             f"ceiling_sent_qps_l{load}": perf.median([r["sent_qps"] for r in mine]),
         })
     return figures
-
-
-# The F5 claims judge a profile only where the default answered less than this share of
-# the offered rate (claims.py beside this module, `max_share`; a unit test keeps the two
-# equal): below it the server, not the load, set the qps.
-SATURATED_SHARE = 0.97
 
 
 def unsaturated_warning(rows: list[dict[str, Any]], loads: list[int]) -> str | None:

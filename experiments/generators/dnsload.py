@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,7 +86,17 @@ def serving(lab: Lab, node: str, limit_s: float, log_dir: Path,
     flags (`-tc`, `-tcp-size`)."""
     argv = [str(ensure_dnsload()), "serve", "-a", f"{lab.address(node)}:53",
             "-l", f"{limit_s:g}", *(options or [])]
-    serve = lab.popen(node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    remote = not lab.host(node).local
+    if remote:  # stopped by closing its stdin: the host command sends it SIGTERM
+        lab.push(node, [paths.BIN])
+        host = lab.host(node)
+        wrapped = host.python_argv("measured", "--term", "--report", "/dev/null", "--",
+                                   *lab.runtime.node_argv(lab.state, node, argv))
+        serve = subprocess.Popen(host.argv(wrapped), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    else:
+        serve = lab.popen(node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
     ready = serve.stdout.readline() if serve.stdout else ""
     if '"serve_ready"' not in ready:
         serve.kill()
@@ -98,7 +107,17 @@ def serving(lab: Lab, node: str, limit_s: float, log_dir: Path,
     try:
         yield
     finally:
-        out = stop_serve(serve, argv)
+        if remote:
+            assert serve.stdin is not None and serve.stdout is not None
+            serve.stdin.close()
+            try:
+                serve.wait(timeout=30)  # it prints a line or two, never a pipe's worth
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                serve.wait()
+            out = serve.stdout.read()
+        else:
+            out = stop_serve(serve, argv)
         log_dir.mkdir(parents=True, exist_ok=True)
         (log_dir / "serve.jsonl").write_text(ready + out)
 
@@ -182,26 +201,28 @@ class DnsloadRunner:
     generator that dies (seen once on a shared, loaded host: killed without a message) is run
     again once, and the failure is kept in the log; a second failure ends the cell."""
 
-    def __init__(self, lab: Lab, node: str, log: Path, attempts: int = 2):
+    def __init__(self, lab: Lab, node: str, log: Path, attempts: int = 2,
+                 timeout_s: float = 3600.0):
         self.lab, self.log, self.attempts, self.node = lab, log, attempts, node
+        self.timeout_s = timeout_s  # a backstop: dnsload ends by itself after its step
         self.cpu_s: float | None = None
         self.wall_s: float | None = None
 
     def __call__(self, argv: list[str]) -> str:
         status, err = 0, ""
         for attempt in range(self.attempts):
-            started = time.monotonic()
-            with tempfile.TemporaryFile("w+") as errfile:
-                proc = self.lab.popen(self.node, argv, stdout=subprocess.PIPE, stderr=errfile,
-                                      text=True)
-                out = proc.stdout.read() if proc.stdout else ""
-                # wait4, not wait: its rusage is the generator's own CPU time
-                _, wait_status, usage = os.wait4(proc.pid, 0)
-                proc.returncode = status = os.waitstatus_to_exitcode(wait_status)
+            with tempfile.TemporaryFile("w+") as outfile, \
+                    tempfile.TemporaryFile("w+") as errfile:
+                # its own CPU time: wait4's rusage of the generator, on whichever host
+                measured = self.lab.run_measured(self.node, argv, timeout=self.timeout_s,
+                                                 stdout=outfile, stderr=errfile)
+                status = measured.returncode
+                outfile.seek(0)
+                out = outfile.read()
                 errfile.seek(0)
                 err = errfile.read()
-            self.wall_s = time.monotonic() - started
-            self.cpu_s = usage.ru_utime + usage.ru_stime
+            self.wall_s = measured.wall_s
+            self.cpu_s = measured.cpu_s
             with open(self.log, "a") as handle:
                 handle.write(f"# {' '.join(argv)}\n# exit {status} (attempt {attempt + 1})\n"
                              + err)

@@ -9,11 +9,8 @@ process's rusage), so a run can tell whether the generator or the server was the
 from __future__ import annotations
 
 import csv
-import os
 import re
 import subprocess
-import threading
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,48 +142,33 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
              ) -> tuple[str, float | None, float, int]:
     """Run a tool in a node, output to `out`; return (output, its CPU seconds, wall s, rc).
 
-    The CPU time comes from wait4's rusage: `ip netns exec` execs the tool in place, so the
-    child we wait for is the tool itself. With `histogram`, the tool's per-answer lines
-    (dnsperf -v) are binned into it instead of being written out: the tool writes them to a
-    scratch file and they are binned once it has exited (read through a pipe while it ran,
-    this process could not keep up above ~15,000 answers/s and held dnsperf back).
+    The CPU time is the tool's own (`Lab.run_measured`: wait4's rusage, or the container's
+    cgroup on clab, or the host's wait4 when the node is on another host). With
+    `histogram`, the tool's per-answer lines (dnsperf -v) are binned into it instead of
+    being written out: the tool writes them to a scratch file and they are binned once it
+    has exited (read through a pipe while it ran, this process could not keep up above
+    ~15,000 answers/s and held dnsperf back).
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     stderr_file = out.with_name(out.name + ".stderr")
     verbose_file = out.with_name(out.name + ".verbose")
-    # On clab the local child is `docker exec`: the tool's CPU is the node's cgroup delta
-    # (nothing else runs in a client node) and the time limit is enforced inside the node.
-    node_cpu_before = lab.runtime.node_cpu_seconds(lab.state, node)
-    start = time.monotonic()
     with open(out, "w") as handle:
         if histogram is None:
-            proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout), stdout=handle,
-                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            measured = lab.run_measured(node, argv, timeout=timeout, stdout=handle,
+                                        stderr=subprocess.STDOUT)
         else:
             # stderr apart: through `docker exec` the two streams arrive as separate frames
             # on one pipe, and a stderr frame could split an answer line (seen on clab)
             with open(verbose_file, "w") as verbose, open(stderr_file, "w") as errors:
-                proc = lab.popen(node, lab.runtime.wrap_timeout(argv, timeout),
-                                 stdout=verbose, stderr=errors, stdin=subprocess.DEVNULL)
-        killer = threading.Timer(timeout, proc.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if histogram is not None:
+                measured = lab.run_measured(node, argv, timeout=timeout, stdout=verbose,
+                                            stderr=errors)
             with open(verbose_file, errors="replace") as verbose:
                 _split_verbose(verbose, handle, histogram)
             handle.write(stderr_file.read_text(errors="replace"))
             verbose_file.unlink()
             stderr_file.unlink()
-    cpu = usage.ru_utime + usage.ru_stime
-    node_cpu_after = lab.runtime.node_cpu_seconds(lab.state, node)
-    if node_cpu_before is not None and node_cpu_after is not None:
-        cpu = node_cpu_after - node_cpu_before
-    return out.read_text(errors="replace"), cpu, wall, proc.returncode
+    return (out.read_text(errors="replace"), measured.cpu_s, measured.wall_s,
+            measured.returncode)
 
 
 def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
@@ -199,6 +181,7 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
     With `latency_csv`, dnsperf reports every answer (-v) and their latencies are written
     there as a histogram (`LATENCY_BINS`, columns `upper_s`, `count`)."""
     check_lab_address(server)
+    lab.push(node, [query_file])
     argv = ["dnsperf", "-s", server, "-d", str(query_file), "-c", str(clients),
             "-T", str(threads), "-q", str(outstanding), "-t", f"{timeout_s:g}",
             # one line per timed-out query would bury the totals under a flood
@@ -267,6 +250,7 @@ def resperf(lab: Lab, node: str, server: str, query_file: Path, cell_dir: Path, 
     `resperf.gnuplot` (its plot file), writes `resperf.csv` (the plot parsed, columns
     `RESPERF_COLUMNS`) and returns its summary."""
     check_lab_address(server)
+    lab.push(node, [query_file])
     plot = cell_dir / "resperf.gnuplot"
     argv = ["resperf", "-s", server, "-d", str(query_file), "-m", str(max_qps),
             "-r", f"{ramp_s:g}", "-c", f"{constant_s:g}", "-C", str(clients),
@@ -275,6 +259,7 @@ def resperf(lab: Lab, node: str, server: str, query_file: Path, cell_dir: Path, 
         argv.append("-R")
     text, cpu, wall, rc = run_tool(lab, node, argv, cell_dir / "resperf.txt",
                                    ramp_s + constant_s + 4 * timeout_s + 60)
+    lab.fetch(node, plot)  # resperf wrote it in the node, on the node's host
     rows = parse_resperf_plot(plot.read_text()) if plot.exists() else []
     if not rows:
         raise LabError("resperf wrote no plot data",

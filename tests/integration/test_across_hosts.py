@@ -5,6 +5,8 @@ and torn down; nothing of it may be left on either host."""
 
 from __future__ import annotations
 
+import csv
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,18 +14,29 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis import run_analysis
+from dnslab import experiment, paths
 from dnslab import lab as lab_engine
 from dnslab.emulate import emulated_hosts
 from dnslab.errors import LabError
 from dnslab.hosts import Inventory, load_inventory
+from dnslab.results import read_meta
 
 pytestmark = pytest.mark.integration
 DAEMONS = "named|knotd|nsd|dnsdist|unbound"
 
 
 @pytest.fixture(scope="module")
-def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inventory]:
-    with emulated_hosts(tmp_path_factory.mktemp("hosts")) as hosts_file:
+def hosts_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The results folder of this module's runs (each emulated host has its own view)."""
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory,
+              hosts_results: Path) -> Iterator[Inventory]:
+    with emulated_hosts(tmp_path_factory.mktemp("hosts"),
+                        private=[hosts_results]) as hosts_file:
         yield load_inventory(hosts_file)
 
 
@@ -109,4 +122,54 @@ def test_an_unreachable_host_is_one_line_before_anything_is_created(
     assert "host 'b'" in caught.value.message and "ssh" in caught.value.message
     assert "\n" not in caught.value.one_line()
     assert lab_engine.leftovers("reference") == []
+    assert nothing_left(inventory) == {}
+
+
+def test_a_load_experiment_with_the_generator_on_host_b(
+        inventory: Inventory, hosts_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tcp-sysctl at SCALE=ci (two profiles, two rounds): dnsperf on host B, Knot and the
+    ceiling's responder on host A, every figure measured where it happens."""
+    monkeypatch.setattr(paths, "RESULTS", hosts_results)
+    run = experiment.run_experiment("tcp-sysctl", [
+        "SCALE=ci", "RUNTIME=netns", f"HOSTS={inventory.path}",
+        "PROFILES=default,tso-win-divisor-1", "TRIALS=2", "CEILING_TRIALS=1"])
+    meta = read_meta(run.path)
+    assert meta["complete"] is True
+    placed = meta["placement"]
+    assert (placed["generator_host"], placed["server_host"]) == ("b", "a")
+    assert placed["generator_cpus"] == inventory.hosts["b"].cpus
+    assert placed["server_cpus"] == inventory.hosts["a"].cpus
+    assert meta["hosts"]["vxlan"]["mtu"] == 1450
+    assert set(meta["hosts"]["facts"]) == {"a", "b"}
+    assert "offset_s" in meta["hosts"]["facts"]["b"]["clock"]
+    for cell_id, cell in meta["cells"].items():
+        assert cell["status"] == "complete", cell_id
+        assert cell["hosts"]["client"] == "b" and cell["hosts"]["auth-knot"] == "a"
+        assert cell["placement"]["client"] == placed["generator_cpus"]
+    assert meta["cells"]["phase=capacity"]["affinity"]["auth-knot"] == placed["server_cpus"]
+    cells = run.path / "cells"
+    # dnsperf ran on host b and its own CPU time came back from there
+    capacity = list(csv.DictReader(open(cells / "phase=capacity" / "trials.csv")))
+    assert all(float(r["generator_cpu_pct"]) > 0 and int(r["completed"]) > 0 for r in capacity)
+    # the ceiling's responder on host a was stopped gently and said what it served
+    serve = [json.loads(line) for line in
+             (cells / "phase=ceiling" / "dnsload" / "serve.jsonl").read_text().splitlines()]
+    assert next(s for s in serve if s["type"] == "serve_total")["tcp_queries"] > 0
+    # 1 Hz monitors ran on host a (Knot) and each host's cores were sampled there
+    monitor = cells / "profile=default,round=1" / "monitor"
+    assert len((monitor / "auth-knot.csv").read_text().splitlines()) >= 3
+    for host in ("a", "b"):
+        rows = list(csv.DictReader(open(monitor / f"cores-{host}.csv")))
+        assert rows and "cpu0" in rows[0]
+    assert (cells / "profile=default,round=1" / "logs" / "auth-knot.log").stat().st_size > 0
+    # judged as on one host: at this scale no F5 claim can be (two trials per load, where
+    # the claims need five), and the line says which precondition is unmet
+    run_analysis(run.path)
+    summary = json.loads((run.path / "summary.json").read_text())
+    verdicts = {v["claim_id"]: v for v in summary["verdicts"]}
+    assert {c: v["status"] for c, v in verdicts.items()} == {
+        "F5.tso-win-divisor": "not_applicable", "F5.abort-on-overflow": "not_applicable"}
+    lines = [v["line"] for v in verdicts.values()]
+    assert all(line.startswith("Not applicable: ") and len(line) > 20 for line in lines), lines
+    assert lab_engine.leftovers("tcpauth") == []
     assert nothing_left(inventory) == {}

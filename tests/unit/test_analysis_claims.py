@@ -28,17 +28,34 @@ from analysis.claim import (
     UNMET,
 )
 from analysis.rundata import load_run
-from analysis.verdicts import LINE_LIMIT, STATUS_WORD, evaluate, experiment_claims, slide_line
-from dnslab.findings import all_findings
+from analysis.verdicts import (
+    LINE_LIMIT,
+    STATUS_WORD,
+    evaluate,
+    experiment_claims,
+    slide_line,
+    status_word,
+)
+from dnslab.experiment_spec import load_spec
+from dnslab.findings import Finding, all_findings
 from experiments.f1_tcp_fallback import fixtures as f1_fx
-from experiments.f1_tcp_fallback.cases import f1, function_cell
+from experiments.f1_tcp_fallback.cases import f1
 from experiments.f2_dnsdist.cases import f2
 from experiments.f3_xfr import fixtures as f3_fx
-from experiments.f3_xfr.cases import GOOD, WIDE, seed_range, smallest, std, xfr
+from experiments.f3_xfr.cases import (
+    GOOD,
+    WIDE,
+    cap_not_applied,
+    seed_range,
+    smallest,
+    std,
+    xfr,
+)
 from experiments.f5_tcp_sysctl.cases import f5
 from tests.fixtures import runs
 
 EXPECTED = CASE_STATUS
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def verdicts_of(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -72,22 +89,65 @@ def test_claim_verdict(tmp_path: Path, claim_id: str, case: str,
         assert v["measured"], "a judged claim always says what it measured"
     # the slide's line: short, led by the status word, with every condition the lab changed
     assert len(v["line"]) <= LINE_LIMIT, v["line"]
-    assert v["line"].startswith(STATUS_WORD[v["status"]] + ": "), v["line"]
+    assert v["line"].startswith(status_word(v["status"], v["kind"]) + ": "), v["line"]
     assert all(c in v["line"] for c in v["conditions"]), (v["line"], v["conditions"])
     assert "connections/s here" not in v["line"] + v["detail"]
 
 
+def claims_lacking_cases(found: list[Finding]) -> list[str]:
+    """What each finding's claims lack: every claim of its `claims.py` (imported here, so
+    nothing depends on which test ran first) and every claim its experiment files name needs
+    a case where its effect is present, one where it is absent or reversed, and (a
+    reproduction) one where its precondition is unmet, in the finding's `cases.py`."""
+    lacking = []
+    for finding in found:
+        finding.module("claims")  # registers its claims (a claim's finding is its package)
+        written = {c.id: c for c in REGISTRY.values() if c.finding == finding.id}
+        named = {c for name in finding.experiments for c in load_spec(name).claims}
+        lacking += [f"{c}: named by an experiment file, written in no claims.py"
+                    for c in sorted(named - set(written))]
+        cases_module = finding.module("cases")
+        kinds: dict[str, set[str]] = {}
+        for claim_id, case, _ in getattr(cases_module, "CLAIM_CASES", []):
+            kinds.setdefault(claim_id, set()).add(case)
+        for claim_id, spec in written.items():
+            cases = kinds.get(claim_id, set())
+            if PRESENT not in cases:
+                lacking.append(f"{claim_id} has no case where its effect is present")
+            if not cases & {ABSENT, REVERSED}:
+                lacking.append(f"{claim_id} has no case where it fails")
+            if spec.kind == REPRODUCTION and UNMET not in cases:
+                lacking.append(f"{claim_id} has no case with its precondition unmet")
+    return lacking
+
+
 def test_every_claim_has_present_absent_and_unmet_cases() -> None:
     """A claim that cannot come out 'not reproduced' is not evidence."""
-    kinds: dict[str, set[str]] = {}
-    for claim_id, case, _ in CASES:
-        kinds.setdefault(claim_id, set()).add(case)
-    for claim_id, spec in REGISTRY.items():
-        cases = kinds.get(claim_id, set())
-        assert PRESENT in cases, claim_id
-        assert cases & {ABSENT, REVERSED}, f"{claim_id} has no case where it fails"
-        if spec.kind == REPRODUCTION:
-            assert UNMET in cases, f"{claim_id} has no case with its precondition unmet"
+    found = all_findings()
+    assert found and not claims_lacking_cases(found), claims_lacking_cases(found)
+
+
+def test_the_case_guard_catches_a_claim_without_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard on its own, on the tests' example finding (X1): whole, it passes; without its
+    failing case, or without its cases.py, it names the claim."""
+    from dnslab import findings
+
+    monkeypatch.setattr(findings, "ROOTS", [(FIXTURES, "tests.fixtures")])
+    findings.refresh()
+    try:
+        example = findings.all_findings()
+        assert [f.id for f in example] == ["X1"]
+        assert claims_lacking_cases(example) == []
+        cases = example[0].module("cases")
+        assert cases is not None
+        monkeypatch.setattr(cases, "CLAIM_CASES",
+                            [c for c in cases.CLAIM_CASES if c[1] != ABSENT])
+        assert claims_lacking_cases(example) == ["X1.fast-echo has no case where it fails"]
+        monkeypatch.delattr(cases, "CLAIM_CASES")
+        assert len(claims_lacking_cases(example)) == 3
+    finally:
+        monkeypatch.undo()
+        findings.refresh()
 
 
 def test_every_claim_states_source_effect_precondition_and_failure() -> None:
@@ -122,12 +182,31 @@ def test_good_run_reproduces_every_f3_claim_and_carries_the_warning(tmp_path: Pa
          "F3.wide-ports.no-failures", "F3.wide-ports.faster", "F3.tw-buckets.no-failures",
          "F3.tw-buckets.tw-capped"], "reproduced") | {
         # no cell ran the seed's range, no TLS cells
-        "F3.seed-range.exhaustion": "not_applicable", "F3.xot.reuse": "not_applicable"}
+        "F3.seed-range.exhaustion": "not_applicable", "F3.xot.not-slower": "not_applicable"}
     assert "100% of 100 ports" in v["F3.default.connect-failures"]["measured"]
     assert "destroys TIME_WAIT protection" in v["F3.tw-buckets.no-failures"]["note"]
     assert v["F3.tw-buckets.tw-capped"]["kind"] == CALIBRATION
     assert {v[c]["kind"] for c in ("F3.wide-ports.no-failures", "F3.wide-ports.faster",
                                    "F3.tw-buckets.no-failures")} == {LAB_CHECK}
+
+
+def test_checks_of_the_lab_are_never_worded_as_reproductions(tmp_path: Path) -> None:
+    """A calibration or lab check that passed "holds", one that failed "fails": a slide line
+    of theirs never begins "Reproduced:" (nor "Not reproduced:")."""
+    v = verdicts_of(GOOD(tmp_path))
+    checks = {c: x for c, x in v.items() if x["kind"] != REPRODUCTION}
+    assert {x["kind"] for x in checks.values()} == {CALIBRATION, LAB_CHECK}
+    for claim_id, x in checks.items():
+        assert x["status"] == "reproduced", claim_id
+        assert not x["line"].startswith(("Reproduced", "Not reproduced")), x["line"]
+    assert v["F3.tw-buckets.tw-capped"]["line"].startswith("Calibration holds: ")
+    assert v["F3.wide-ports.no-failures"]["line"].startswith("Lab check holds: ")
+    assert v["F3.default.tw-ceiling"]["line"].startswith("Reproduced: ")
+    failed = verdicts_of(xfr(std("default"), std("wide-ports"), cap_not_applied())(
+        tmp_path / "b"))["F3.tw-buckets.tw-capped"]
+    assert failed["status"] == "not_reproduced"
+    assert failed["line"].startswith("Calibration fails: "), failed["line"]
+    assert status_word("not_applicable", LAB_CHECK) == STATUS_WORD["not_applicable"]
 
 
 def test_missing_data_file_is_a_one_line_error(tmp_path: Path) -> None:
@@ -156,17 +235,23 @@ def test_only_claims_the_experiment_file_names_run(tmp_path: Path) -> None:
 
 
 def test_function_sync_measures_every_cell_before_judging(tmp_path: Path) -> None:
-    failing = function_cell(3, 3)
-    failing.figures["function_passed"] = False
+    """Every stair cell whose function test ran at a load that held its burst is judged and
+    named; one whose burst failed is left out and said in the detail."""
+    failing = f1_fx.fallback_cell("bind916", "before", "untuned", 8000, function=(3, 3, False))
     failing.csv["function-load.csv"] = (["target_qps", "passed", "max_ms", "reasons", "note"],
-                                        [[979, False, 1060, "max TAT 1060 ms > 1000 ms", ""]])
-    lost = function_cell(3, 2)
-    lost.params["server"] = "knot"
-    v = verdicts_of(f1(extra=[failing, lost])(tmp_path))["F1.function-sync"]
+                                        [[8000, False, 1060, "max TAT 1060 ms > 1000 ms", ""]])
+    lost = f1_fx.fallback_cell("knot", "after", "untuned", 4000, function=(3, 2, True))
+    unheld = f1_fx.fallback_cell("knot", "after", "tuned", 6000, burst=False,
+                                 function=(3, 3, True))
+    run = f1_fx.fallback_run(tmp_path, [
+        failing, f1_fx.fallback_cell("bind916", "after", "untuned", 4000),
+        f1_fx.fallback_cell("bind916", "after", "tuned", 6000), lost, unheld])
+    v = verdicts_of(run)["F1.function-sync"]
     assert v["status"] == EXPECTED[ABSENT]
-    assert v["measured"] == ("bind/after/function: 3/3 synced (slowest 1.5 s), load step "
-                             "failed (max TAT 1060 ms > 1000 ms); knot/after/function: 2/3 "
+    assert v["measured"] == ("bind916/before/untuned: 3/3 synced (slowest 1.5 s), load step "
+                             "failed (max TAT 1060 ms > 1000 ms); knot/after/untuned: 2/3 "
                              "synced (slowest 1.5 s)")
+    assert "knot after/tuned: the 6,000 qps burst failed" in v["detail"]
 
 
 RESPONSE_HEADER = ["qname", "source", "size", "answer", "authority", "additional"]
@@ -206,7 +291,8 @@ def test_full_answer_judges_records_where_the_run_compared_them(tmp_path: Path) 
 
 def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:
     v = verdicts_of(f1()(tmp_path))
-    assert v["F1.capacity-drop"]["measured"] == "bind916: 8,000 -> 4,000 qps (ratio 0.50)"
+    assert v["F1.capacity-drop"]["measured"] == ("bind916: 8,000 -> 4,000 qps (ratio 0.50), both "
+                                                 "held the burst; 40 % CPU / 40 % CPU")
     assert v["F1.tcp-share"]["kind"] == CALIBRATION
 
 
@@ -257,11 +343,16 @@ def test_f3_claims_judge_every_transport_and_repetition(tmp_path: Path, claim_id
 
 def test_f3_lines_state_the_scaled_range_once(tmp_path: Path) -> None:
     v = verdicts_of(GOOD(tmp_path))
-    line = v["F3.default.failure-time"]["line"]
-    assert line.startswith("Reproduced: ports ran out "), line
+    line = v["F3.default.tw-ceiling"]["line"]
     assert "range scaled to 100 ports for " in line and "(seed: 28,231 at ~743/s)" in line
-    assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
     assert line.count("conn/s") == 1
+    # the failure time is what the range was sized for: the line says it is a mechanism check
+    line = v["F3.default.failure-time"]["line"]
+    assert line.startswith("Reproduced: mechanism check, ran out at "), line
+    assert "range sized to run out at 10 s (10 conn/s; seed: 28,231 at ~743/s)" in line, line
+    assert line.count("conn/s") == 1
+    assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
+    assert len(line) <= LINE_LIMIT
     assert "tw cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
 
 
@@ -294,18 +385,19 @@ def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
                          "4 s (seed: +1,000/min)")
 
 
-def test_smallest_delay_line_says_what_the_axfr_alone_took_by_the_log(tmp_path: Path) -> None:
-    """0.22 s from process start is the daemon's start-up: the line adds the AXFR's own span
-    from the secondary's log (BIND's ms clock; Knot's whole-second log falls back to its
+def test_smallest_delay_judges_the_axfr_by_the_secondarys_log(tmp_path: Path) -> None:
+    """0.22 s from process start is the daemon's start-up: judged is the AXFR's own span from
+    the secondary's log (BIND's ms clock; Knot's whole-second log falls back to its
     "finished, 0.00 seconds" with +-0.01 s; a repetition the log did not time is left out)."""
     cells = f3_fx.timed_cells({"bind": [0.224, 0.226, 0.225], "knot": [0.22, 0.23, 0.22]},
-                              error_s=0.007, timing_source=None)
+                              error_s=0.007, timing_source=None, log_resolution_s=None)
     columns = ["rep", "delay_s", "log_span_s", "log_resolution_s", "log_secs"]
     cells[0].csv["repetitions.csv"] = (columns, [[0, 0.224, 0.002, 0.001, 0.001],
                                                  [1, 0.226, 0.0, 0.001, 0.001],
                                                  [2, 0.225, None, 0.001, None]])
     cells[1].csv["repetitions.csv"] = (columns, [[r, 0.22, 0.0, 1.0, 0.0] for r in range(3)])
     v = verdicts_of(f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells))["F3.smallest.delay"]
-    assert v["status"] == "not_reproduced"
-    assert v["line"].endswith("the AXFR alone <= 0.002 +-0.010 s by the logs"), v["line"]
-    assert len(v["line"]) <= 140
+    assert v["status"] == "reproduced", (v["measured"], v["detail"])
+    assert v["line"] == ("Reproduced: AXFR +0.000-+0.001 s by the secondaries' logs (seed: "
+                         "-0.646..+0.354 s)"), v["line"]
+    assert "+0.225 s from process start" in v["measured"], v["measured"]

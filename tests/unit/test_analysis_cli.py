@@ -50,8 +50,15 @@ def test_index_lists_runs_with_verdicts(results: Path) -> None:
     rows = {r["path"]: r for r in index.list_runs(results)}
     assert len(rows) == len(run_dirs(results))
     good = rows["xfr-30k-zones/20250101T000000Z-good"]
-    # the seed's exact range and XoT: neither in the synthetic run (no such cells)
+    # the seed's exact range and XoT: neither in the synthetic run (no such cells); of the
+    # seven that held, three are reproductions and four checks of the lab, counted apart
     assert [v["status"] for v in good["verdicts"]].count("reproduced") == 7
+    assert [v["kind"] for v in good["verdicts"] if v["status"] == "reproduced"].count(
+        "reproduction") == 3
+    assert [label for label, _, _ in index.verdict_counts(good["verdicts"])][:1] == [
+        "3 reproduced"]
+    assert "4 lab checks hold" in [label for label, _, _ in
+                                   index.verdict_counts(good["verdicts"])]
     assert rows["xfr-30k-zones/20250104T000000Z-interrupted"]["complete"] == 0
     # a deleted run disappears on rebuild
     shutil.rmtree(results / "xfr-tld")
@@ -61,7 +68,23 @@ def test_index_lists_runs_with_verdicts(results: Path) -> None:
     assert not any(p.startswith("xfr-tld/") for p in paths)
     proc = cli("runs", "--results", str(results), "--experiment", "xfr-30k-zones")
     assert proc.returncode == 0, proc.stderr
-    assert "7 reproduced" in proc.stdout
+    assert "3 reproduced" in proc.stdout and "4 lab checks hold" in proc.stdout
+    assert "7 reproduced" not in proc.stdout
+
+
+def test_an_index_from_before_the_kind_column_is_rebuilt(results: Path) -> None:
+    """The index is a cache: one written without `verdicts.kind` is dropped and rebuilt from
+    the run folders, not an error."""
+    with sqlite3.connect(results / "index.sqlite") as con:
+        con.executescript("CREATE TABLE verdicts (path TEXT, claim_id TEXT, finding TEXT, "
+                          "title TEXT, status TEXT, published TEXT, measured TEXT, "
+                          "tolerance TEXT, detail TEXT, PRIMARY KEY (path, claim_id));")
+    con.close()
+    run_analysis(results / "xfr-30k-zones" / "20250101T000000Z-good")
+    index.update(results)
+    rows = {r["path"]: r for r in index.list_runs(results)}
+    kinds = {v["kind"] for v in rows["xfr-30k-zones/20250101T000000Z-good"]["verdicts"]}
+    assert kinds == {"reproduction", "calibration", "lab_check"}
 
 
 def test_compare_draws_side_by_side(results: Path, tmp_path: Path) -> None:

@@ -64,6 +64,14 @@ def test_checks_of_the_lab_are_apart_from_reproductions(root: Path, tmp_path: Pa
     assert all(v["kind"] == "reproduction" for v in pages["F3"].verdicts(reproductions=True))
 
 
+def test_an_older_summarys_check_is_not_worded_as_a_reproduction() -> None:
+    """A summary from before verdicts had a slide line: the line is made from the status, and
+    a lab check that held says so, not "Reproduced"."""
+    check = {"status": "reproduced", "kind": "lab_check", "measured": "no failure"}
+    assert book.line_of(check) == "Lab check holds: no failure"
+    assert book.line_of({"status": "reproduced", "measured": "x"}) == "Reproduced: x"
+
+
 def test_a_book_is_never_written_over_another(root: Path, tmp_path: Path) -> None:
     first = book.build(results_root=root)
     second = book.build(results_root=root)
@@ -76,6 +84,41 @@ def test_a_folder_that_is_no_run_is_one_line(root: Path, tmp_path: Path) -> None
     with pytest.raises(LabError) as exc:
         book.build([tmp_path], results_root=root, out=tmp_path / "b")
     assert "RUNS=" in (exc.value.hint or "")
+
+
+def test_a_bad_run_leaves_no_book_folder(tmp_path: Path) -> None:
+    """`make book` with a run whose summary is broken said so after making an empty book
+    folder; now the runs are checked first, and a book that fails later is removed."""
+    run = f3_fx.write_xfr_run(tmp_path / "results", "xfr-smallest",
+                              f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
+                                                records=2))
+    (run / "summary.json").write_text("{not json")
+    with pytest.raises(LabError, match="not JSON"):
+        book.build([run], results_root=tmp_path / "results")
+    assert not (tmp_path / "results" / "book").exists()
+    with pytest.raises(LabError, match="not JSON"):
+        book.build([run], results_root=tmp_path / "results", out=tmp_path / "mine")
+    assert not (tmp_path / "mine").exists()
+
+
+def test_a_book_that_fails_on_the_way_is_removed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    run = f3_fx.write_xfr_run(tmp_path / "results", "xfr-smallest",
+                              f3_fx.timed_cells({"bind": [0.01, 0.012, 0.011]}, error_s=0.01,
+                                                records=2))
+
+    def no_deck(*args: object) -> list[str]:
+        raise LabError("the deck could not be drawn", hint="a test")
+
+    monkeypatch.setattr(book, "write_deck", no_deck)
+    with pytest.raises(LabError, match="deck"):
+        book.build([run], results_root=tmp_path / "results")
+    assert not (tmp_path / "results" / "book").exists()
+    given = tmp_path / "empty"
+    given.mkdir()
+    with pytest.raises(LabError, match="deck"):
+        book.build([run], results_root=tmp_path / "results", out=given)
+    assert given.is_dir() and not any(given.iterdir())  # as it was given
 
 
 def test_a_run_not_analysed_yet_is_analysed_first(tmp_path: Path) -> None:

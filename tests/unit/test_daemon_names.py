@@ -2,7 +2,7 @@
 driver in `dnslab/servers/` (issue 16).
 
 Scanned: every identifier and string literal of the Python code in `experiments/` and
-`analysis/`, but a finding's `fixtures.py` (synthetic runs: test data). Not scanned:
+`analysis/`, but a finding's `fixtures.py` and `cases.py` (synthetic runs: test data). Not scanned:
 comments, docstrings and prose (a string with a space in it: claim titles, messages; F2's
 published finding is about dnsdist and says so). Allowed as data: the names of experiment
 files and topologies (`dnsdist-listeners`, the `dnsdist` lab), which are file stems, not
@@ -21,7 +21,8 @@ from dnslab import findings
 from dnslab.servers import manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = "fixtures.py"  # a finding's synthetic runs, test data as tests/ is
+# a finding's synthetic runs and its claims' cases built from them: test data as tests/ is
+FIXTURES = ("fixtures.py", "cases.py")
 # every server kind with a daemon and its binary (from the manifests), and the control tools
 # the drivers run
 CONTROL_TOOLS = {"rndc", "knotc", "nsd-control", "unbound-control", "pdns_control"}
@@ -79,7 +80,7 @@ def test_scanner_finds_a_daemon_in_code(tmp_path: Path) -> None:
 
 def test_procedures_and_analysis_name_no_daemon() -> None:
     files = [p for p in sorted((ROOT / "experiments").rglob("*.py"))
-             + sorted((ROOT / "analysis").rglob("*.py")) if p.name != FIXTURES]
+             + sorted((ROOT / "analysis").rglob("*.py")) if p.name not in FIXTURES]
     assert len(files) > 20
     found = [hit for path in files for hit in server_names_in(path)]
     assert not found, "ask the server's driver instead:\n" + "\n".join(found)

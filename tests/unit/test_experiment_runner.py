@@ -181,7 +181,7 @@ def test_the_topology_is_parsed_once_per_run_and_every_cell_gets_it(tmp_path, mo
                         real_load(source))
     brought_up = []
 
-    def fake_up(lab, runtime, data, hold, quiet):
+    def fake_up(lab, runtime, data, hold, quiet, **across_hosts):
         brought_up.append(lab)
         state = LabState(lab=lab.name, runtime=runtime, topology=str(lab.path),
                          root=str(tmp_path / "labs" / lab.name))

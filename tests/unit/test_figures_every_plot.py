@@ -1,13 +1,18 @@
-"""Every plot of every experiment, drawn from a run of its full-scale shape (F1: BIND 9.16 and
-today's BIND x record sets x tunings; F2: ceiling, untuned, tuned; F3: 10 TLD repetitions, 3
-secondaries, a zone sweep; F4: cold and warm at three -q with trials; F5: three profiles x 20
-trials), as a speaker gets it: 1280x720 px, at most six data series per axes, legends and the
-footer clear of every axes' data area and of each other, the published figure drawn where
-the plot has one. The xfr-30k-zones small multiples have their own test
-(test_figures_full_scale.py)."""
+"""Every plot of every experiment of every finding, drawn from the runs of their full scale's
+shape that each finding's `fixtures.py` gives (`full_scale_runs()`: F1 BIND 9.16 and today's
+BIND x record sets x tunings with dnsload's histograms, the cache model; F2 the kxdpgun
+flood and dnsperf with histograms; F3 the 30k-zone small multiples, 10 TLD repetitions, 3
+secondaries, the zone sweep; F4 cold and warm at three -q with trials and histograms; F5 six
+profiles x 20 rounds x 3 loads), as a speaker gets it: 1280x720 px, at most six data series
+per axes, legends and the footer clear of every axes' data area and of each other, the
+published figure drawn where the plot has one (each plots.py's PUBLISHED_IN_LEGEND). A
+finding without such runs, or a plot none of them draws, fails here: nothing is skipped
+because a list in this file forgot it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -18,82 +23,80 @@ from matplotlib.lines import Line2D
 
 from analysis import plots
 from analysis.rundata import load_run
-from experiments.f1_tcp_fallback import fixtures as f1
+from dnslab import findings
 from experiments.f2_dnsdist import fixtures as f2
-from experiments.f3_xfr import fixtures as f3
-from experiments.f4_resolver_cache import fixtures as f4
-from experiments.f5_tcp_sysctl import fixtures as f5
 from tests.unit.figure_capture import axis_labels_overprinting, render_keeping_figure
 
 MAX_SERIES = 6
-TLD = [26.5, 26.6, 26.4, 26.5, 26.55, 26.45, 26.5, 26.6, 26.4, 26.5]
 
 
-def fallback(root: Path) -> Path:
-    cells = []
-    for server, (before, after, tuned) in {"bind916": (8000, 4000, 6000),
-                                           "bind": (9000, 8600, 9400)}.items():
-        version = {"server_version": "9.16.50" if server == "bind916" else "9.18.49"}
-        sizes = f1.answer_sizes(23069, 230) if server == "bind916" else f1.answer_sizes(9000, 0)
-        # bind916's first stair runs a coarse pass above its capacity, then steps from 2,000
-        cells += [f1.fallback_cell(server, "before", "untuned", before, figures=version,
-                                   first=(12000.0, 16000.0) if server == "bind916" else ()),
-                  f1.fallback_cell(server, "before", "tuned", before * 1.1, figures=version),
-                  f1.fallback_cell(server, "after", "untuned", after,
-                                   figures={**version, **sizes}),
-                  f1.fallback_cell(server, "after", "tuned", tuned, figures={**version, **sizes})]
-    cells += [f1.ceiling_cell("before", 30000), f1.ceiling_cell("after", 30000)]
-    return f1.fallback_run(root, cells)
+FINDINGS = [f.id for f in findings.all_findings()]
 
 
-def resolver(root: Path) -> Path:
-    qps = {(cache, q): (3000 if cache == "cold" else 12000) * (1 + q / 1000)
-           for cache in ("cold", "warm") for q in (100, 200, 300)}
-    trials = {k: [v * f for f in (0.97, 1.0, 1.03)] for k, v in qps.items()}
-    return f4.resolver_run(root, qps, trials=trials,
-                           ramps={"cold": (3200, 3200), "warm": (20000, 14000)})
+def full_scale_runs(finding_id: str) -> list[tuple[str, Callable[[Path], Path]]]:
+    """(label, builder) of a finding package's full-scale-shaped runs."""
+    module = findings.finding(finding_id).module("fixtures")
+    return module.full_scale_runs() if hasattr(module, "full_scale_runs") else []
 
 
-RUNS = {
-    "tcp-fallback": fallback,
-    "dnsdist-listeners": lambda root: f2.dnsdist_run(root, untuned=20000, tuned=24000),
-    "resolver-cache": resolver,
-    "tcp-sysctl": lambda root: f5.tcp_sysctl_run(
-        root, gain={"diiner": 1.02, "tso-win-divisor-1": 0.9}, trials=20),
-    "xfr-tld": lambda root: f3.write_xfr_run(root, "xfr-tld", f3.timed_cells(
-        {"bind": TLD, "knot": [t - 6 for t in TLD], "nsd": [t + 3 for t in TLD]})),
-    "xfr-smallest": lambda root: f3.write_xfr_run(root, "xfr-smallest", f3.timed_cells(
-        {"knot": [0.012, 0.011, 0.013], "bind": [0.02, 0.018, 0.021],
-         "nsd": [0.015, 0.014, 0.016]})),
-    "xfr-zone-sweep": lambda root: f3.write_xfr_run(root, "xfr-zone-sweep", f3.sweep_cells(
-        {1000: 2.0, 5000: 11.0, 10000: 25.0, 30000: 90.0, 50000: 180.0, 100000: None})),
-}
-# what the seed published, in the legend of the plot that draws it
-SEED_FIGURES = {"capacity": "24k -> 12k", "stair_latency": "1 s limit",
-                "stair_tcp_share": "23 %", "dnsdist_qps": "1.9x", "cache_qps": "2.3-4.2x",
-                "trials_qps": "+8 %", "tld_repetitions": "26.5 s +-0.6 %",
-                "smallest_delay": "-0.354 s"}
+@dataclass
+class Drawn:
+    """A finding's runs and its plots as the first run that draws each drew it (a plot a run
+    does not apply to, e.g. latency percentiles of a kxdpgun flood, is left to another)."""
+
+    experiments: set[str]
+    plots: dict[str, tuple[Figure, Path]]
+
+
+def draw(finding_id: str, root: Path) -> Drawn:
+    experiments: set[str] = set()
+    out: dict[str, tuple[Figure, Path]] = {}
+    for i, (label, build) in enumerate(full_scale_runs(finding_id)):
+        run = load_run(build(root / "runs"))
+        experiments.add(run.experiment)
+        for spec in plots.plots_for(run):
+            if spec.name in out:
+                continue
+            rendered, fig = render_keeping_figure(spec, [run], root / str(i))
+            if rendered.skipped:
+                continue
+            assert rendered.png is not None and fig is not None, (
+                f"{label}: {spec.name}: {rendered.error}")
+            out[spec.name] = (fig, rendered.png)
+    return Drawn(experiments, out)
 
 
 @pytest.fixture(scope="module")
-def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, Path]]:
+def drawing(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Drawn]:
+    """A finding's drawings, made once when a test first asks for them."""
     root = tmp_path_factory.mktemp("every")
-    out: dict[str, tuple[Figure, Path]] = {}
-    for experiment, make in RUNS.items():
-        run = load_run(make(root / "runs"))
-        for spec in plots.plots_for(run):
-            rendered, fig = render_keeping_figure(spec, [run], root / experiment)
-            if rendered.skipped:  # e.g. cache_curve: not in these runs
-                continue
-            assert rendered.png is not None and fig is not None, f"{spec.name}: {rendered.error}"
-            out[spec.name] = (fig, rendered.png)
-    return out
+    cache: dict[str, Drawn] = {}
+
+    def of(finding_id: str) -> Drawn:
+        if finding_id not in cache:
+            cache[finding_id] = draw(finding_id, root / finding_id)
+        return cache[finding_id]
+    return of
 
 
-def test_every_experiment_plot_was_drawn(drawn) -> None:
-    expected = {name for experiment in RUNS for name in plots.experiment_plots(experiment)}
-    assert expected - set(drawn) <= {"cache_curve"}, sorted(expected - set(drawn))
-    assert len(drawn) >= 11
+@pytest.fixture(scope="module")
+def drawn(drawing) -> dict[str, tuple[Figure, Path]]:
+    """Every finding's plots, by name."""
+    return {name: found for fid in FINDINGS for name, found in drawing(fid).plots.items()}
+
+
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_finding_gives_runs_of_every_experiment(drawing, finding_id: str) -> None:
+    missing = set(findings.finding(finding_id).experiments) - drawing(finding_id).experiments
+    assert not missing, f"{finding_id}: no full_scale_runs() run of {sorted(missing)}"
+
+
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_experiment_plot_was_drawn(drawing, finding_id: str) -> None:
+    expected = {name for experiment in findings.finding(finding_id).experiments
+                for name in plots.experiment_plots(experiment)}
+    assert expected - set(drawing(finding_id).plots) == set(), sorted(
+        expected - set(drawing(finding_id).plots))
 
 
 def series_count(ax) -> int:
@@ -136,25 +139,34 @@ def check_layout(name: str, fig: Figure, png: Path) -> None:
                 f"{[t.get_text() for t in ax.get_xticklabels()]}")
 
 
-def test_every_plot_is_a_readable_slide(drawn) -> None:
-    for name, (fig, png) in drawn.items():
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_every_plot_is_a_readable_slide(drawing, finding_id: str) -> None:
+    for name, (fig, png) in drawing(finding_id).plots.items():
         check_layout(name, fig, png)
 
 
-def test_the_published_figure_is_drawn_and_labelled(drawn) -> None:
-    for name, said in SEED_FIGURES.items():
-        fig, _ = drawn[name]
+@pytest.mark.parametrize("finding_id", FINDINGS)
+def test_the_published_figure_is_drawn_and_labelled(drawing, finding_id: str) -> None:
+    """Each plots.py's PUBLISHED_IN_LEGEND: {plot: what the seed published, as its legend
+    says it}."""
+    published = getattr(findings.finding(finding_id).module("plots"),
+                        "PUBLISHED_IN_LEGEND", {})
+    for name, said in published.items():
+        fig, _ = drawing(finding_id).plots[name]
         labels = [text.get_text() for ax in fig.axes if ax.get_legend()
                   for text in ax.get_legend().get_texts()]
         labels += [text.get_text() for leg in fig.legends for text in leg.get_texts()]
         assert any(said in label for label in labels), f"{name}: {labels}"
 
 
-def test_a_reference_far_above_the_data_is_said_not_drawn(drawn) -> None:
+def test_a_reference_far_above_the_data_is_said_not_drawn(drawn, tmp_path: Path) -> None:
     """The fixtures' generator ceiling (1,000,000 qps) drawn to scale would flatten the
     bars: it is named in the legend with its figure instead."""
-    for name in ("dnsdist_qps", "cache_qps"):
-        fig, _ = drawn[name]
+    run = load_run(f2.dnsdist_run(tmp_path, untuned=20000, tuned=24000, ceiling=1e6))
+    spec = next(s for s in plots.plots_for(run) if s.name == "dnsdist_qps")
+    _, own = render_keeping_figure(spec, [run], tmp_path / "own")
+    assert own is not None
+    for name, fig in (("dnsdist_qps", own), ("cache_qps", drawn["cache_qps"][0])):
         ax = fig.axes[0]
         assert ax.get_ylim()[1] < 100_000, name
         assert any("1,000,000" in t.get_text() and "off this scale" in t.get_text()

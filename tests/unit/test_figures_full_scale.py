@@ -1,8 +1,8 @@
 """The xfr-30k-zones figures at their full scale's shape (3 profiles x 2 transports x 3
-repetitions, plus a calibration per transport), as a speaker gets them: 1280x720 px, one panel
-per condition with at most six data series, the legend clear of every panel and of the
-footer, panel titles that do not overprint each other, and port ranges that are the ones the
-cells ran with (read back), never the run's requested value."""
+repetitions, plus a calibration per transport: F3's fixtures), as a speaker gets them:
+1280x720 px, one panel per condition with at most six data series, the legend clear of
+every panel and of the footer, panel titles that do not overprint each other, and port
+ranges that are the ones the cells ran with (read back), never the run's requested value."""
 
 from __future__ import annotations
 
@@ -17,34 +17,17 @@ from matplotlib.transforms import Bbox
 
 from analysis import plots
 from analysis.rundata import load_run
-from analysis.synthetic import CellData
 from experiments.f3_xfr import fixtures as f3_fx
 from tests.unit.figure_capture import axis_labels_overprinting, render_keeping_figure
 
 MAX_SERIES = 6
-RANGES = {"default": 100, "wide-ports": 300, "tw-buckets-1000": 100}
-
-
-def full_scale_run(root: Path) -> Path:
-    cells: list[CellData] = []
-    for t, transport in enumerate(("tcp", "tls")):
-        cells.append(f3_fx.xfr_cell("default", 28232, seed=90 + t, extra={
-            "phase": "calibrate", "transport": transport}))
-        for p, (profile, ports) in enumerate(RANGES.items()):
-            for rep in range(3):
-                # port_range_set is what the run chose for profiles without their own range:
-                # wide-ports sets its own, so its cells ran with another range than this
-                cells.append(f3_fx.xfr_cell(
-                    profile, ports, seed=t * 100 + p * 10 + rep,
-                    tw_cap=50 if profile.startswith("tw-") else None,
-                    extra={"transport": transport, "rep": rep, "port_range_set": "60900 60999"}))
-    return f3_fx.xfr_30k(root, cells)
+RANGES = f3_fx.FULL_30K_RANGES
 
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Figure, Path]]:
     root = tmp_path_factory.mktemp("full")
-    run = load_run(full_scale_run(root))
+    run = load_run(f3_fx.full_scale_30k_run(root))
     figures: dict[str, tuple[Figure, Path]] = {}
     for name in ("time_wait", "zones_served", "connect_failures"):
         rendered, fig = render_keeping_figure(plots.load_all()[name], [run], root / "report")

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from dnslab.hosts import LOCAL_HOST, Host
+from dnslab.lab import Lab
 from experiments.generators import perf
 
 
@@ -21,6 +23,11 @@ class LocalLab:
 
     def popen(self, node: str, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         return subprocess.Popen(argv, **kwargs)
+
+    def host(self, node: str) -> Host:
+        return LOCAL_HOST
+
+    run_measured = Lab.run_measured  # the real one, on this machine
 
 
 FAKE_DNSPERF = """

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dnslab.errors import LabError
+from dnslab.hosts import LOCAL_HOST, Host
 from experiments.generators.dnsload import serving, stop_serve
 
 RESPONDER = """
@@ -66,6 +67,9 @@ class _HostLab:
 
     def popen(self, node: str, argv: list[str], **kwargs) -> subprocess.Popen:
         return subprocess.Popen(argv, **kwargs)
+
+    def host(self, node: str) -> Host:
+        return LOCAL_HOST
 
 
 def _serve_script(tmp_path, monkeypatch, code: str) -> None:

@@ -51,6 +51,19 @@ func TestHistogramQuantiles(t *testing.T) {
 			t.Errorf("q%.2f = %.0f, want %.0f (+2%%)", c.q, got, c.want)
 		}
 	}
+	buckets := d.buckets()
+	var counted float64
+	last := -1.0
+	for _, b := range buckets {
+		if b[0] <= last || b[1] <= 0 {
+			t.Fatalf("buckets not ascending and non-empty: %v", b)
+		}
+		last = b[0]
+		counted += b[1]
+	}
+	if counted != 10000 || last < 10 || last > 10.2 {
+		t.Errorf("buckets hold %.0f answers up to %.3f ms, want 10000 up to ~10 ms", counted, last)
+	}
 	if e := h.drain(); e.n != 0 || e.max != 0 {
 		t.Errorf("drain did not reset: n=%d max=%d", e.n, e.max)
 	}

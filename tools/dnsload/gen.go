@@ -652,6 +652,8 @@ type report struct {
 	Rcodes      map[string]int64 `json:"rcodes"`
 	Outstanding int64            `json:"outstanding"`
 	LatMs       latency          `json:"lat_ms"`
+	// total and steady only: the latency histogram's non-empty buckets, [upper edge ms, count]
+	LatHist [][2]float64 `json:"lat_hist_ms,omitempty"`
 }
 
 func figures(kind string, t, seconds float64, d snapshot, h *hist, outstanding int64) report {
@@ -666,6 +668,9 @@ func figures(kind string, t, seconds float64, d snapshot, h *hist, outstanding i
 			P50: ms(h.quantile(0.50)), P90: ms(h.quantile(0.90)),
 			P99: ms(h.quantile(0.99)), Max: ms(h.max),
 		},
+	}
+	if kind != "interval" {
+		r.LatHist = h.buckets()
 	}
 	if seconds > 0 {
 		r.OfferedQPS = round3(float64(d.sent+d.throttled) / seconds)

@@ -107,3 +107,15 @@ func (h *hist) quantile(q float64) int64 {
 	}
 	return h.max
 }
+
+// buckets lists the non-empty buckets as [upper edge in ms, count]: the answers' latency
+// distribution, which the analysis draws as the share of answers slower than x.
+func (h *hist) buckets() [][2]float64 {
+	var out [][2]float64
+	for i, c := range h.b {
+		if c != 0 {
+			out = append(out, [2]float64{ms(bucketUpper(i)), float64(c)})
+		}
+	}
+	return out
+}
