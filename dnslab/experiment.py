@@ -226,7 +226,7 @@ class Cell:
         for node in nodes:
             info = state.nodes[node]
             self.monitors.add(node, info.netns, lambda info=info: info.pid,
-                              host=state.host(node))
+                              host=state.host(node), daemon=servers.driver(info.server).runs_daemon)
         return self.monitors
 
     def cores_csv(self, node: str | None = None, host: str | None = None) -> Path:

@@ -292,8 +292,8 @@ def monitor_main(args: argparse.Namespace) -> int:
         from dnslab.nsenter import namespace_pids
 
         def daemon() -> int | None:
-            if args.pid:
-                return args.pid
+            if args.pid:  # -1: the node runs no daemon (a client)
+                return args.pid if args.pid > 0 else None
             found = namespace_pids(Path(args.netns).name)
             return min(found) if found else None
 

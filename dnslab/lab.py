@@ -220,6 +220,11 @@ class Lab:
         if not host.local:
             path.write_bytes(host.read_bytes(path))
 
+    def sample(self, node: str) -> dict[str, int]:
+        """The monitor's counter columns (`counters.sample_counters`) as the node's
+        namespace sees them, read on its host."""
+        return self.host(node).call("sample", netns=self.netns(node))
+
     def tables(self, node: str) -> dict[str, dict[str, int]]:
         """The node's /proc/net/snmp and netstat tables, read in its namespace on its host."""
         return self.host(node).call("tables", netns=self.netns(node))

@@ -177,13 +177,15 @@ class Monitors:
             self.cores.start()
 
     def add(self, node: str, netns: str, pid: Callable[[], int | None],
-            host: Host | None = None) -> NodeMonitor | RemoteMonitor:
-        """Monitor a node: in a thread here, or on the node's own host (`host`)."""
+            host: Host | None = None, daemon: bool = True) -> NodeMonitor | RemoteMonitor:
+        """Monitor a node: in a thread here, or on the node's own host (`host`). A node
+        without a daemon (`daemon` false: a client) has no CPU and RSS columns."""
         out = self.out_dir / f"{node}.csv"
         monitor: NodeMonitor | RemoteMonitor
         if host is not None and not host.local:
+            known = pid() or (0 if daemon else -1)  # 0: the host finds it; -1: none
             monitor = RemoteMonitor(host, out, ["--node", node, "--netns", netns,
-                                                "--pid", str(pid() or 0)], self.t0)
+                                                "--pid", str(known)], self.t0)
         else:
             monitor = NodeMonitor(node, netns, pid, out, self.interval, self.t0)
             monitor.start()

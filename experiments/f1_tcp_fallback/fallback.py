@@ -96,6 +96,7 @@ import json
 import shutil
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dns.rdatatype
@@ -227,6 +228,7 @@ def run_ceiling(run: Run, nodes: MobileNodes, records: str, zone_set: zones.Zone
                                    binary=str(ensure_dnsload()),
                                    timeout_s=float(params["timeout_s"]), bufsize=payload,
                                    max_outstanding=int(params["max_outstanding"]))
+            lab.push(nodes.client, [Path(qfile.path)])  # the generator's host reads it
             runner = DnsloadRunner(lab, nodes.client, cell.path / "dnsload" / "stderr.log")
             recorder = StepRecorder(cell, lab, node, nodes.client, runner=runner,
                                     max_tat_ms=float(params["max_tat_ms"]))
@@ -297,6 +299,7 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
                                     query_file=str(qfile.path), binary=str(ensure_dnsload()),
                                     timeout_s=float(params["timeout_s"]), bufsize=payload,
                                     max_outstanding=int(params["max_outstanding"]))
+        lab.push(nodes.client, [Path(qfile.path)])  # the generator's host reads it
         runner = DnsloadRunner(lab, nodes.client, cell.path / "dnsload" / "stderr.log")
         recorder = StepRecorder(cell, lab, node, nodes.client, runner=runner,
                                 max_tat_ms=float(params["max_tat_ms"]))

@@ -10,8 +10,9 @@ as received (`answers/<qname>.tcp.bin`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dns.message
 
@@ -22,6 +23,7 @@ from dnslab.lab import Lab
 from dnslab.nsenter import in_netns
 from zones import model, wire
 
+T = TypeVar("T")
 RESPONSE_COLUMNS = ["server", "records", "kind", "qname", "source", "size", "answer",
                     "authority", "additional", "truncated", "rcode", "missing", "extra",
                     "size_full_compression"]
@@ -31,6 +33,27 @@ def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.A
     """One non-recursive query with EDNS `payload`, as the F1 client sends it."""
     return probe.query(server, name, rdtype, timeout=2.0, tcp=tcp, payload=payload,
                        recursion=False)
+
+
+Asker = Callable[[str, str, str, bool, int], probe.Answer]
+
+
+def from_client(lab: Lab, client: str, probe_all: Callable[[Asker], T]) -> T:
+    """`probe_all(ask)` with every query sent from inside the `client` node: in a thread
+    that joined its namespace on this machine, one host command a query on another host."""
+    if lab.host(client).local:
+        return in_netns(lab.netns(client), lambda: probe_all(ask))
+
+    def ask_there(server: str, name: str, rdtype: str, tcp: bool, payload: int
+                  ) -> probe.Answer:
+        answer = lab.ask(client, server, name, rdtype, timeout=2.0, tcp=tcp, payload=payload,
+                         recursion=False)
+        if answer is None:
+            raise LabError(f"{server} did not answer {name} {rdtype} from {client}",
+                           hint="see the server's log in the cell folder")
+        return answer
+
+    return probe_all(ask_there)
 
 
 def compare_with_model(received_wire: bytes, full: dns.message.Message) -> dict[str, Any]:
@@ -58,7 +81,7 @@ def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, ser
                        hint="regenerate it with the current zones package (3gpp generator)")
     target = lab.address(node)
 
-    def probe_all() -> list[dict[str, Any]]:
+    def probe_all(ask: Asker) -> list[dict[str, Any]]:
         rows = []
         for kind, name in names:
             base = {"server": server, "records": records, "kind": kind, "qname": name}
@@ -78,7 +101,7 @@ def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, ser
                          "truncated": m.truncated, "rcode": m.rcode})
         return rows
 
-    return in_netns(lab.netns(client), probe_all)
+    return from_client(lab, client, probe_all)
 
 
 def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -122,10 +145,9 @@ def truncated_share(lab: Lab, client: str, node: str, query_file: Path, payload:
                 counts[(parts[0], parts[1])] += 1
     target = lab.address(node)
 
-    def probe_all() -> dict[tuple[str, str], bool]:
-        return {key: ask(target, key[0], key[1], tcp=False, payload=payload).truncated
-                for key in counts}
+    def probe_all(ask: Asker) -> dict[tuple[str, str], bool]:
+        return {key: ask(target, key[0], key[1], False, payload).truncated for key in counts}
 
-    truncated = in_netns(lab.netns(client), probe_all)
+    truncated = from_client(lab, client, probe_all)
     total = sum(counts.values())
     return sum(n for key, n in counts.items() if truncated[key]) / total if total else 0.0

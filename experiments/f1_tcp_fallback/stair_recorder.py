@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from dnslab.counters import deltas, mean_cores, mean_cpu, sample_in
+from dnslab.counters import deltas, mean_cores, mean_cpu
 from dnslab.experiment import Cell
 from dnslab.lab import Lab
 from experiments.common import write_rows
@@ -29,7 +29,7 @@ STAIR_COLUMNS = [*stairs.CSV_COLUMNS, "truncated_per_s", "throttled", "net_error
 
 
 def _counters(lab: Lab, node: str) -> dict[str, int]:
-    return sample_in(lab.netns(node))
+    return lab.sample(node)
 
 
 def step_note(row: dict[str, Any], max_tat_ms: float) -> str:
@@ -82,7 +82,9 @@ class StepRecorder:
         row.update(deltas(self.before, after, [*COUNTERS, "req_q_full_drops"]))
         client = deltas(self.client_before, client_after, list(CLIENT_COUNTERS.values()))
         row.update({column: client[key] for column, key in CLIENT_COUNTERS.items()})
-        cores_csv = self.cell.path / "monitor" / "cores.csv"
+        # each side's cores as its host counted them (one file when the lab is on one host)
+        server_cores, generator_cores = (self.cell.cores_csv(self.node),
+                                         self.cell.cores_csv(self.client))
         row.update({
             "truncated_per_s": round(m.truncated / m.seconds, 1) if m.seconds else None,
             "throttled": m.throttled, "net_errors": m.net_errors,
@@ -91,9 +93,9 @@ class StepRecorder:
             "t_start": round(self.started, 3), "t_end": round(ended, 3),
             "phase": self.phase,
             "generator_cpu_pct": self.runner.cpu_pct if self.runner else None,
-            "server_cores_busy_pct": mean_cores(cores_csv, self.server_cpus, self.started,
+            "server_cores_busy_pct": mean_cores(server_cores, self.server_cpus, self.started,
                                                  ended),
-            "generator_cores_busy_pct": mean_cores(cores_csv, self.generator_cpus,
+            "generator_cores_busy_pct": mean_cores(generator_cores, self.generator_cpus,
                                                     self.started, ended),
             "server_cpus": self.server_cpus, "generator_cpus": self.generator_cpus,
         })

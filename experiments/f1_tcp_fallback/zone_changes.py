@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
 from dnslab.wait import WaitTimeout, wait_until
@@ -47,6 +46,7 @@ def sync_changes(lab: Lab, node: str, zone_file: Path, origin: str, changes: int
                                if not line.startswith(name + " "))
             text, serial = _bump_serial(text)
             zone_file.write_text(text)
+            lab.push(primary, [zone_file])  # where the primary reads it, on its own host
             start = time.monotonic()
             primary_node.reload_zone(origin)
             synced = _time_to_serve(lab, client, node, origin, serial, name, action == "add",
@@ -61,16 +61,18 @@ def _time_to_serve(lab: Lab, client: str, node: str, origin: str, serial: int, n
                    present: bool, start: float, timeout_s: float) -> float | None:
     """Seconds from `start` until `node` serves the new serial and then the record present
     (or gone), asked from `client`; None when not within `timeout_s` of `start`."""
-    netns, target = lab.netns(client), lab.address(node)
+    target = lab.address(node)
 
     def left() -> float:
         return max(0.0, start + timeout_s - time.monotonic())
 
-    if probe.wait_for_serial(netns, target, origin, serial, left()) is None:
+    try:
+        lab.node(node).wait_for_serial(origin, serial, left(), from_node=client)
+    except LabError:
         return None
 
     def changed() -> bool:
-        answer = probe.try_query_in(netns, target, name, "TXT")
+        answer = lab.ask(client, target, name, "TXT", timeout=0.5)
         return answer is not None and (answer.answers == 1 if present
                                        else answer.rcode == "NXDOMAIN")
 
