@@ -88,10 +88,7 @@ def up(work: Path, names: list[str], private: list[Path] = ()) -> Path:
     if shutil.which(SSHD) is None and not Path(SSHD).exists():
         raise LabError("openssh-server is not installed (emulated hosts run sshd)",
                        hint="apt-get install -y openssh-server (make test-setup installs it)")
-    leftover = [ns for ns in list_namespaces() if ns.startswith(PREFIX)]
-    if leftover:
-        raise LabError(f"emulated hosts are up already ({', '.join(leftover)})",
-                       hint="python -m dnslab.emulate down <their folder>")
+    refuse_if_up()
     work = work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     (work / "state.json").write_text(json.dumps({"hosts": names}))
@@ -166,6 +163,14 @@ def up(work: Path, names: list[str], private: list[Path] = ()) -> Path:
     return hosts_file
 
 
+def refuse_if_up() -> None:
+    """One set of emulated hosts at a time (their addresses are fixed)."""
+    leftover = [ns for ns in list_namespaces() if ns.startswith(PREFIX)]
+    if leftover:
+        raise LabError(f"emulated hosts are up already ({', '.join(leftover)})",
+                       hint="python -m dnslab.emulate down <their folder>")
+
+
 def down(work: Path) -> list[str]:
     """Stop every process in the emulated hosts and remove their namespaces and links."""
     removed = []
@@ -196,7 +201,9 @@ def _mount_ns(pid: int) -> str | None:
 @contextmanager
 def emulated_hosts(work: Path, names: tuple[str, ...] = ("a", "b"),
                    private: list[Path] = ()) -> Iterator[Path]:
-    """Emulated hosts for the block; the inventory file's path is yielded."""
+    """Emulated hosts for the block; the inventory file's path is yielded. Hosts someone
+    else brought up are refused, never torn down."""
+    refuse_if_up()
     try:
         yield up(work, list(names), list(private))
     finally:
