@@ -352,6 +352,10 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     out = render.lab_dir(topo.name)
     out.mkdir(parents=True, exist_ok=True)
     data = data or render.reference_data(topo, out)
+    if inventory is not None:
+        # a node's workers follow the cores it is given: on a host that lends the lab some
+        # CPUs only, those (rendered before the host is asked anything)
+        multihost.host_cpu_sets(topo, data, inventory, generator_host, server_host)
     rendered = render.render(topo, data, out)
     state = _new_state(rendered, chosen, split=inventory is not None)
     if inventory is None:

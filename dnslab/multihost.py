@@ -21,10 +21,10 @@ from typing import Any
 from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.hosts import HOST_PYTHON_PACKAGES, VXLAN_OVERHEAD, Host, Inventory, placement
-from dnslab.render import RenderedLab
+from dnslab.render import LabData, RenderedLab
 from dnslab.runtime.base import LabState
 from dnslab.servers import driver
-from dnslab.topology import Node
+from dnslab.topology import Node, Topology
 
 MIN_PYTHON = (3, 11)
 MIN_LAN_MTU = 1280
@@ -41,6 +41,17 @@ def wanted_cpu_set(rendered: RenderedLab, node: Node) -> str:
     CPUs exist is its host's business (`check_cpu_sets`)."""
     wanted = rendered.data.cpu_sets.get(node.name) or node.cpu_set
     return cpus.format_set(cpus.parse(wanted)) if wanted else ""
+
+
+def host_cpu_sets(topo: Topology, data: LabData, inventory: Inventory,
+                  generator_host: str = "", server_host: str = "") -> None:
+    """Give a node without a cpu-set (the experiment's or the topology's) its host's
+    inventory `cpus`, so its rendered worker count is its host's."""
+    nodes = {name: (node.role, node.label("host")) for name, node in topo.nodes.items()}
+    for name, host in placement(inventory, nodes, generator_host, server_host).items():
+        wanted = inventory.spec(host).cpus
+        if wanted and not data.cpu_sets.get(name) and not topo.nodes[name].cpu_set:
+            data.cpu_sets[name] = wanted
 
 
 def place(state: LabState, rendered: RenderedLab, inventory: Inventory,

@@ -167,8 +167,8 @@ def test_a_load_experiment_with_the_generator_on_host_b(
     run_analysis(run.path)
     summary = json.loads((run.path / "summary.json").read_text())
     verdicts = {v["claim_id"]: v for v in summary["verdicts"]}
-    assert {c: v["status"] for c, v in verdicts.items()} == {
-        "F5.tso-win-divisor": "not_applicable", "F5.abort-on-overflow": "not_applicable"}
+    assert set(verdicts) == set(run.spec.claims)
+    assert {v["status"] for v in verdicts.values()} == {"not_applicable"}, verdicts
     lines = [v["line"] for v in verdicts.values()]
     assert all(line.startswith("Not applicable: ") and len(line) > 20 for line in lines), lines
     assert lab_engine.leftovers("tcpauth") == []

@@ -177,3 +177,16 @@ def test_the_lan_mtu_is_the_underlay_less_the_vxlan_overhead(tmp_path: Path) -> 
     inv.mtu = 1450  # more than 1400 - 50: large answers would be dropped
     with pytest.raises(LabError, match="does not fit the underlay"):
         multihost.plan_vxlan(state, inv, facts)
+
+
+def test_a_node_without_a_cpu_set_gets_its_hosts_inventory_cpus(tmp_path: Path) -> None:
+    from dnslab import render, topology
+
+    lends_one = TWO.replace("underlay: 198.19.0.2,", "underlay: 198.19.0.2, cpus: 1,")
+    inv = inventory(tmp_path, lends_one)
+    topo = topology.load("reference")
+    data = render.LabData(zones=[], health_zone=".", cpu_sets={"primary": "0"})
+    multihost.host_cpu_sets(topo, data, inv)
+    assert data.cpu_sets["client"] == "1"  # on host gen, which lends CPU 1
+    assert data.cpu_sets["primary"] == "0"  # the experiment's own set wins
+    assert "sec-bind" not in data.cpu_sets  # host lab lends every CPU: no set
