@@ -197,8 +197,9 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
     assert {r["mode"] for r in ceiling_rows} == {"paced", "closed"}
     assert ceiling["closed_loop_ceiling_qps"] > 100
     for load in (10, 100, 150):
-        # the capacity figure is rounded to 0.1 qps, each target from the unrounded one
-        assert ceiling[f"target_qps_l{load}"] == pytest.approx(capacity * load / 100, rel=1e-4)
+        # the capacity figure and each target are rounded to 0.1 qps, each target from the
+        # unrounded capacity: they differ by up to 0.05 + 1.5 x 0.05 qps (failed at 3.5k qps)
+        assert ceiling[f"target_qps_l{load}"] == pytest.approx(capacity * load / 100, abs=0.13)
         assert ceiling[f"ceiling_qps_l{load}"] > 0
         assert ceiling[f"ceiling_sent_qps_l{load}"] > 0
     assert ceiling["ceiling_qps_l10"] == pytest.approx(capacity / 10, rel=0.25)
