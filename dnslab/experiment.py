@@ -220,7 +220,8 @@ class Cell:
         (`cores_csv(node)` names the one of a node's host)."""
         assert self.lab is not None
         state = self.lab.state
-        self.monitors = Monitors(self.path / "monitor", cores=not state.split)
+        self.monitors = Monitors(self.path / "monitor", cores=not state.split,
+                                 lab_netns=lambda: [n.netns for n in state.nodes.values()])
         for name in state.host_names() if state.split else []:
             self.monitors.add_cores(state.hosts_handle().get(name), self.cores_csv(host=name))
         for node in nodes:

@@ -50,9 +50,13 @@ def test_the_readmes_own_experiment_runs_and_draws_its_plots(runtime, results, t
             # closed loop at saturation: UDP may drop a few in a socket buffer, never many
             answered = cell.figures[f"qps_{transport}"] * loaded.params["duration_s"]
             assert cell.figures[f"lost_{transport}"] <= 0.001 * answered, (name, transport)
+    # what else the machine ran, each second: the report says how busy it was
+    header = (cells["nsd"].dir / "monitor" / "cores.csv").read_text().splitlines()[0]
+    assert header.endswith(",other_pct"), header
     summary = run_analysis(run.path, update_index=False)
     assert summary["analysis"]["errors"] == [], summary["analysis"]["errors"]
     assert summary["verdicts"] == []
     assert summary["analysis"]["plots"] == ["report/compare_qps.png",
                                             "report/compare_latency.png"], summary["analysis"]
+    assert "of a core on average" in (run.path / "report" / "report.html").read_text()
     nothing_left("mine")
