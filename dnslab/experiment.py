@@ -271,7 +271,10 @@ class Run:
         self.run_id = new_run_id()
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
             "description": spec.description,
-            "findings": [spec.finding.id], "params": params, "scale": scale or "full",
+            "findings": [spec.finding.id] if spec.finding else [],
+            # a file of the user's own: its copy in the run folder says the run's plots
+            **({} if spec.finding else {"own_experiment": spec.path.name}),
+            "params": params, "scale": scale or "full",
             "runtime": runtime, "topology": _topology_meta(self.topology),
             "kernel": platform.release(), "machine": {
                 "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
@@ -496,7 +499,7 @@ def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
         return getattr(module, func)
     except (ImportError, AttributeError):
         raise LabError(f"{spec.path}: procedure {spec.procedure!r} not found",
-                       hint=f"a procedure is <module>.<function> of {spec.finding.path}/"
+                       hint=f"a procedure is <module>.<function> of {spec.procedure_folder}/"
                        "<module>.py") from None
 
 
