@@ -146,9 +146,6 @@ class RunHosts:
             raise LabError(f"experiment {spec.name} does not run across hosts yet",
                            hint="run it without HOSTS=; across hosts: "
                                 + ", ".join(spec_names_across_hosts()))
-        if runtime != "netns":
-            raise LabError(f"a run across hosts uses the netns runtime for now, not {runtime}",
-                           hint="RUNTIME=netns")
         hosts = Hosts(self.inventory)
         try:
             found = {name: hosts.get(name).call("affinity-self",
@@ -294,7 +291,9 @@ class Run:
         """Check before the first cell that these nodes can start on the run's runtime (an
         image node on netns needs its image); records the image of every image node."""
         topo = self.topology
-        lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
+        if not (self.inventory is not None and self.runtime == "clab"):
+            # across hosts on clab each host's images are checked there, at lab up
+            lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
         images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
         if images:
             self.writer.merge("images", images)
