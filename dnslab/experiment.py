@@ -321,11 +321,13 @@ class Run:
 
     def record_hosts(self, cell_id: str, state: lab_engine.LabState) -> None:
         """What a lab across hosts ran on: per host what it said of itself (kernel, CPUs,
-        versions, routes and MTU to its peers, clock offset), the VXLAN, and each node's host
-        (meta.json `hosts`, once; the cell's node placement under its `hosts`)."""
+        versions, routes and MTU to its peers, clock offset), the VXLAN, the data path (vxlan,
+        or macvlan on a data interface; its MTU), and each node's host (meta.json `hosts`,
+        once; the cell's node placement under its `hosts`)."""
         if "hosts" not in self.writer.meta:
             self.writer.record("hosts", {"inventory": state.hosts, "facts": state.host_facts,
-                                         "vxlan": state.vxlan})
+                                         "vxlan": state.vxlan,
+                                         "data_path": state.data_path})
         self.writer.record_cell(cell_id, "hosts",
                                 {name: node.host for name, node in state.nodes.items()})
 
