@@ -49,6 +49,7 @@ from dnslab.experiment_spec import (
 )
 from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement
 from dnslab.monitor import Monitors
+from dnslab.multihost import wanted_data_interfaces
 from dnslab.render import LabData
 from dnslab.results import CELLS, RunWriter, cell_dirname
 from dnslab.sysctl import Profile, load_profile
@@ -146,6 +147,8 @@ class RunHosts:
             raise LabError(f"experiment {spec.name} does not run across hosts yet",
                            hint="run it without HOSTS=; across hosts: "
                                 + ", ".join(spec_names_across_hosts()))
+        wanted_data_interfaces(self.inventory, sorted({self.generator_host, self.server_host}),
+                               runtime)  # hosts that mix one with none; clab
         hosts = Hosts(self.inventory)
         try:
             found = {name: hosts.get(name).call("affinity-self",

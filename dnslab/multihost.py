@@ -207,10 +207,16 @@ def plan_vxlan(state: LabState, inventory: Inventory,
 
 
 def data_interfaces(state: LabState, inventory: Inventory) -> dict[str, str]:
-    """host -> its data interface, when every host the lab uses names one; {} when none
-    does; a LabError when some do and some do not (one LAN cannot be half macvlan), or on
-    the clab runtime."""
-    used = state.host_names()
+    """host -> its data interface, for the hosts the lab's nodes are placed on
+    (`wanted_data_interfaces`)."""
+    return wanted_data_interfaces(inventory, state.host_names(), state.runtime)
+
+
+def wanted_data_interfaces(inventory: Inventory, used: list[str],
+                           runtime: str) -> dict[str, str]:
+    """host -> its data interface, when every host of `used` names one; {} when none does
+    or one host is all there is; a LabError when some do and some do not (one LAN cannot be
+    half macvlan), or on the clab runtime."""
     named = {h: inventory.spec(h).data_interface for h in used}
     with_one = [h for h in used if named[h]]
     if not with_one or len(used) < 2:
@@ -222,7 +228,7 @@ def data_interfaces(state: LabState, inventory: Inventory) -> dict[str, str]:
                        "VXLAN on every host's underlay, not both",
                        hint=f"give {without[0]!r} 'data_interface: <its NIC>' in "
                             f"{inventory.path}, or remove it from every host")
-    if state.runtime == "clab":
+    if runtime == "clab":
         raise LabError("the hosts name a data_interface (a macvlan data path), which only "
                        "the netns runtime builds", hint="RUNTIME=netns, or drop "
                        f"data_interface from {inventory.path} to use VXLAN")

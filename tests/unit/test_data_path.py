@@ -165,3 +165,19 @@ def test_each_node_gets_a_macvlan_of_its_hosts_interface_and_no_bridge(tmp_path:
         kinds = {args[args.index("type") + 1] for args in made if "type" in args}
         assert kinds == {"macvlan"}  # no lab bridge, veth or VXLAN
         assert state.nodes[node].netns.endswith(ns)
+
+
+def test_an_experiment_across_hosts_refuses_a_mixed_data_path_before_asking_any_host(
+        tmp_path: Path) -> None:
+    """RunHosts.check says it before any host is reached (gen is an ssh target that does not
+    exist: asking it would be another error) and before any run folder exists."""
+    from dnslab.experiment import RunHosts
+    from dnslab.experiment_spec import load_spec
+
+    path = tmp_path / "hosts.yml"
+    path.write_text(HOSTS.format(lab=", data_interface: enp1s0", gen=""))
+    hosts = RunHosts.from_overrides({"HOSTS": str(path)})
+    spec = load_spec("tcp-sysctl")
+    with pytest.raises(LabError, match="host 'lab' has a data_interface and host 'gen' has "
+                                       "none"):
+        hosts.check(spec, None, "netns")  # type: ignore[arg-type]
