@@ -181,3 +181,30 @@ def test_an_experiment_across_hosts_refuses_a_mixed_data_path_before_asking_any_
     with pytest.raises(LabError, match="host 'lab' has a data_interface and host 'gen' has "
                                        "none"):
         hosts.check(spec, None, "netns")  # type: ignore[arg-type]
+
+
+class FakeWriter:
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+
+    def record(self, key: str, value: Any) -> None:
+        self.meta[key] = value
+
+    def record_cell(self, cell_id: str, key: str, value: Any) -> None:
+        self.meta.setdefault("cells", {}).setdefault(cell_id, {})[key] = value
+
+
+def test_a_run_records_the_data_path_in_meta_json(tmp_path: Path) -> None:
+    from dnslab.experiment import Run
+
+    links = {"lab": {"enp1s0": nic()}, "gen": {"enp1s0": nic(mtu=9000)}}
+    state, _ = split_state(tmp_path, links=links)
+    state.data_path = multihost.plan_macvlan(state, {"lab": "enp1s0", "gen": "enp1s0"})
+    run = SimpleNamespace(writer=FakeWriter())
+    Run.record_hosts(run, "phase=capacity", state)  # type: ignore[arg-type]
+    hosts = run.writer.meta["hosts"]
+    assert (hosts["data_path"]["description"], hosts["data_path"]["mtu"]) == (
+        "macvlan on enp1s0", 1500)
+    assert hosts["vxlan"] == {}
+    assert run.writer.meta["cells"]["phase=capacity"]["hosts"] == {"primary": "lab",
+                                                                    "client": "gen"}
