@@ -2,24 +2,19 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/net/http2"
 )
 
 // `dnsload stream`: queries over persistent connections, TCP, DNS over TLS or DNS over HTTPS
@@ -358,23 +353,120 @@ func (g *streamGen) connection(session func(net.Conn) bool) {
 	}
 }
 
+// slots: the queries in flight on one connection, each slot a message ID (TCP, DoT) or an
+// HTTP/2 stream (DoH): when it was sent (0: free), the free ones, and the connection's end.
+type slots struct {
+	sentAt []atomic.Int64
+	free   chan int
+	broken chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup // the connection's reader and its sweeper
+}
+
+func newSlots(n int) *slots {
+	return &slots{sentAt: make([]atomic.Int64, n), free: make(chan int, n),
+		broken: make(chan struct{})}
+}
+
+func (s *slots) fail() { s.once.Do(func() { close(s.broken) }) }
+
+// answered: the answer to a slot's query came; it counts unless the slot timed out meanwhile.
+func (g *streamGen) slotAnswered(s *slots, slot int, b []byte, ok bool) {
+	at := s.sentAt[slot].Swap(0)
+	if at == 0 {
+		g.c.late.Add(1)
+		return
+	}
+	if ok {
+		g.answered(b, time.Unix(0, at))
+	} else {
+		g.c.mismatched.Add(1)
+	}
+	s.free <- slot
+}
+
+// sweep: a query unanswered for -t is lost and its slot reused (`forget` told first).
+func (g *streamGen) sweep(s *slots, forget func(int)) {
+	defer s.wg.Done()
+	tick := time.NewTicker(g.cfg.timeout / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.broken:
+			return
+		case now := <-tick.C:
+			limit := now.Add(-g.cfg.timeout).UnixNano()
+			for i := range s.sentAt {
+				if at := s.sentAt[i].Load(); at != 0 && at < limit &&
+					s.sentAt[i].CompareAndSwap(at, 0) {
+					g.c.timeouts.Add(1)
+					if forget != nil {
+						forget(i)
+					}
+					s.free <- i
+				}
+			}
+		}
+	}
+}
+
+// pump sends a query on every free slot (`send`), paced at -Q, flushing what is buffered
+// (`flush`) whenever no slot is free; at the run's end it waits for the answers still due.
+// True when the connection broke before the run's end.
+func (g *streamGen) pump(s *slots, c net.Conn, send func(slot int) error,
+	flush func() error) bool {
+	for {
+		var slot int
+		select {
+		case slot = <-s.free:
+		case <-s.broken:
+			g.lostWith(s)
+			return true
+		default: // nothing free now: send what is buffered, then wait
+			if flush() != nil {
+				g.c.netErrors.Add(1)
+				s.fail()
+				continue
+			}
+			select {
+			case slot = <-s.free:
+			case <-s.broken:
+				g.lostWith(s)
+				return true
+			}
+		}
+		if !g.pace() {
+			_ = flush()
+			g.drain(s)
+			c.Close()
+			s.wg.Wait()
+			return false
+		}
+		s.sentAt[slot].Store(time.Now().UnixNano())
+		g.c.sent.Add(1)
+		err := send(slot)
+		if err == nil && g.cfg.rate > 0 { // paced: every query goes out on time
+			err = flush()
+		}
+		if err != nil {
+			g.c.netErrors.Add(1)
+			s.fail()
+		}
+	}
+}
+
 // framedSession: TCP or DoT, `inflight` queries pipelined on one connection, matched to
 // their answers by message ID; true when it broke before the run's end.
 func (g *streamGen) framedSession(c net.Conn, inflight int) bool {
 	defer c.Close()
-	free := make(chan uint16, inflight)
+	s := newSlots(inflight)
 	for i := 0; i < inflight; i++ {
-		free <- uint16(i)
+		s.free <- i
 	}
-	sentAt := make([]atomic.Int64, inflight) // unix ns; 0 = free
-	var wg sync.WaitGroup
-	broken := make(chan struct{})
-	var once sync.Once
-	fail := func() { once.Do(func() { close(broken) }) }
-	wg.Add(2)
+	s.wg.Add(2)
 	go func() { // reader
-		defer wg.Done()
-		defer fail()
+		defer s.wg.Done()
+		defer s.fail()
 		r := bufio.NewReaderSize(c, 65536)
 		var lb [2]byte
 		buf := make([]byte, 65535)
@@ -386,103 +478,48 @@ func (g *streamGen) framedSession(c net.Conn, inflight int) bool {
 			if _, err := io.ReadFull(r, buf[:n]); err != nil || n < 12 {
 				return
 			}
-			id := msgID(buf)
-			if int(id) >= inflight {
+			if id := int(msgID(buf)); id < inflight {
+				g.slotAnswered(s, id, buf[:n], true)
+			} else {
 				g.c.mismatched.Add(1)
-				continue
-			}
-			at := sentAt[id].Swap(0)
-			if at == 0 { // already timed out
-				g.c.late.Add(1)
-				continue
-			}
-			g.answered(buf[:n], time.Unix(0, at))
-			free <- id
-		}
-	}()
-	go func() { // timeouts: a query unanswered for -t is lost and its ID reused
-		defer wg.Done()
-		tick := time.NewTicker(g.cfg.timeout / 10)
-		defer tick.Stop()
-		for {
-			select {
-			case <-broken:
-				return
-			case now := <-tick.C:
-				limit := now.Add(-g.cfg.timeout).UnixNano()
-				for i := range sentAt {
-					if at := sentAt[i].Load(); at != 0 && at < limit &&
-						sentAt[i].CompareAndSwap(at, 0) {
-						g.c.timeouts.Add(1)
-						free <- uint16(i)
-					}
-				}
 			}
 		}
 	}()
+	go g.sweep(s, nil)
 	w := bufio.NewWriterSize(c, 65536)
 	msg := make([]byte, 0, 512)
-	for {
-		var id uint16
-		select {
-		case id = <-free:
-		case <-broken:
-			g.lostWith(sentAt, &wg)
-			return true
-		default: // nothing free now: send what is buffered, then wait
-			if w.Buffered() > 0 && w.Flush() != nil {
-				g.c.netErrors.Add(1)
-				fail()
-				continue
-			}
-			select {
-			case id = <-free:
-			case <-broken:
-				g.lostWith(sentAt, &wg)
-				return true
-			}
-		}
-		if !g.pace() {
-			_ = w.Flush()
-			g.drain(sentAt, broken)
-			c.Close()
-			wg.Wait()
-			return false
-		}
+	return g.pump(s, c, func(slot int) error {
 		q := g.query()
 		msg = append(append(msg[:0], byte(len(q)>>8), byte(len(q))), q...)
-		setMsgID(msg[2:], id)
-		sentAt[id].Store(time.Now().UnixNano())
-		g.c.sent.Add(1)
-		if _, err := w.Write(msg); err != nil {
-			g.c.netErrors.Add(1)
-			fail()
+		setMsgID(msg[2:], uint16(slot))
+		_, err := w.Write(msg)
+		return err
+	}, func() error {
+		if w.Buffered() == 0 {
+			return nil
 		}
-		if g.cfg.rate > 0 && w.Flush() != nil { // paced: every query goes out on time
-			g.c.netErrors.Add(1)
-			fail()
-		}
-	}
+		return w.Flush()
+	})
 }
 
 // lostWith: the connection broke; once its goroutines are done, the queries it still had in
 // flight count as lost (timeouts), as dnsperf counts them.
-func (g *streamGen) lostWith(sentAt []atomic.Int64, wg *sync.WaitGroup) {
-	wg.Wait()
-	for i := range sentAt {
-		if sentAt[i].Swap(0) != 0 {
+func (g *streamGen) lostWith(s *slots) {
+	s.wg.Wait()
+	for i := range s.sentAt {
+		if s.sentAt[i].Swap(0) != 0 {
 			g.c.timeouts.Add(1)
 		}
 	}
 }
 
 // drain waits, at the end of the run, for the queries still in flight (up to the timeout).
-func (g *streamGen) drain(sentAt []atomic.Int64, broken <-chan struct{}) {
+func (g *streamGen) drain(s *slots) {
 	until := time.Now().Add(g.cfg.timeout + 100*time.Millisecond)
 	for time.Now().Before(until) {
 		busy := false
-		for i := range sentAt {
-			if sentAt[i].Load() != 0 {
+		for i := range s.sentAt {
+			if s.sentAt[i].Load() != 0 {
 				busy = true
 				break
 			}
@@ -491,98 +528,9 @@ func (g *streamGen) drain(sentAt []atomic.Int64, broken <-chan struct{}) {
 			return
 		}
 		select {
-		case <-broken:
+		case <-s.broken:
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// dohSession: one HTTP/2 connection with `inflight` streams, each a worker sending a query
-// and waiting for its answer; true when it broke before the run's end.
-func (g *streamGen) dohSession(c net.Conn, inflight int) bool {
-	url := "https://" + g.cfg.server + g.cfg.dohPath
-	tr := &http2.Transport{StrictMaxConcurrentStreams: true, TLSClientConfig: g.tlsConf}
-	cc, err := tr.NewClientConn(c)
-	if err != nil {
-		g.c.netErrors.Add(1)
-		c.Close()
-		return true
-	}
-	var wg sync.WaitGroup
-	var broke atomic.Bool
-	for i := 0; i < inflight; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if g.dohWorker(cc, url) {
-				broke.Store(true)
-			}
-		}()
-	}
-	wg.Wait()
-	cc.Close()
-	return broke.Load()
-}
-
-// dohWorker sends one query at a time on the connection's streams; true when the
-// connection broke before the run's end.
-func (g *streamGen) dohWorker(cc *http2.ClientConn, url string) bool {
-	buf := make([]byte, 0, 4096)
-	for g.pace() {
-		q := g.query()
-		var req *http.Request
-		var err error
-		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.timeout)
-		if g.cfg.dohMethod == "GET" {
-			req, err = http.NewRequestWithContext(ctx, http.MethodGet,
-				url+"?dns="+base64.RawURLEncoding.EncodeToString(q), nil)
-		} else {
-			req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(q))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/dns-message")
-			}
-		}
-		if err != nil {
-			cancel()
-			g.c.netErrors.Add(1)
-			return false
-		}
-		req.Header.Set("Accept", "application/dns-message")
-		sent := time.Now()
-		g.c.sent.Add(1)
-		resp, err := cc.RoundTrip(req)
-		if err != nil {
-			cancel()
-			if errors.Is(err, context.DeadlineExceeded) {
-				g.c.timeouts.Add(1)
-				continue
-			}
-			g.c.netErrors.Add(1)
-			if !cc.CanTakeNewRequest() {
-				return true // the connection is gone: dohConn opens another
-			}
-			continue
-		}
-		status, _ := g.c.httpStatus.LoadOrStore(resp.StatusCode, &atomic.Int64{})
-		status.(*atomic.Int64).Add(1)
-		buf = buf[:0]
-		body := bytes.NewBuffer(buf)
-		_, err = body.ReadFrom(io.LimitReader(resp.Body, 65536))
-		resp.Body.Close()
-		cancel()
-		b := body.Bytes()
-		switch {
-		case err != nil && errors.Is(err, context.DeadlineExceeded):
-			g.c.timeouts.Add(1)
-		case err != nil:
-			g.c.netErrors.Add(1)
-		case resp.StatusCode != http.StatusOK || len(b) < 12:
-			g.c.mismatched.Add(1)
-		default:
-			g.answered(b, sent)
-		}
-		buf = b
-	}
-	return false
 }
