@@ -182,3 +182,32 @@ func TestStreamFlagsRefuseBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A new connection per query: every query answered, each over a connection of its own.
+func TestStreamPerQuery(t *testing.T) {
+	addrs, st, enc, stop := startEncrypted(t)
+	defer stop()
+	qf := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(qf, []byte("a.example A\n"), 0o644)
+	queries, err := loadQueries(qf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"tcp", "dot"} {
+		g := &streamGen{cfg: &streamConfig{server: addrs[mode], mode: mode, queryFile: qf,
+			conns: 1, outstanding: 4, duration: 0.5, rate: 200, timeout: 2e9, perQuery: true},
+			queries: queries, tlsConf: &tls.Config{InsecureSkipVerify: true}}
+		var total *streamReport
+		_ = g.run(func(v any) {
+			if r, ok := v.(streamReport); ok && r.Type == "total" {
+				total = &r
+			}
+		})
+		if total == nil || total.Sent < 80 || total.Answered != total.Sent || total.NetErrors != 0 {
+			t.Fatalf("%s: %+v", mode, total)
+		}
+	}
+	if enc.dotConns.Load() < 80 || st.tcpQueries.Load() < 80 {
+		t.Errorf("%d DoT connections, %d TCP queries", enc.dotConns.Load(), st.tcpQueries.Load())
+	}
+}

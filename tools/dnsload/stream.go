@@ -38,6 +38,7 @@ type streamConfig struct {
 	dohMethod   string
 	dohPath     string
 	warmup      float64
+	perQuery    bool
 }
 
 func parseStreamFlags(args []string) (*streamConfig, error) {
@@ -56,6 +57,7 @@ func parseStreamFlags(args []string) (*streamConfig, error) {
 	fs.StringVar(&c.dohMethod, "doh-method", "GET", "DoH: GET or POST")
 	fs.StringVar(&c.dohPath, "doh-path", "/dns-query", "DoH: the path")
 	fs.Float64Var(&c.warmup, "warmup", 0, "also print a 'steady' line over the run without its first SECONDS")
+	fs.BoolVar(&c.perQuery, "per-query", false, "a new connection per query (tcp, dot): its latency runs from the dial, handshakes included; -q of them at a time")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -85,6 +87,8 @@ func parseStreamFlags(args []string) (*streamConfig, error) {
 		return nil, errors.New("-doh-method must be GET or POST")
 	case c.dohPath == "" || c.dohPath[0] != '/':
 		return nil, errors.New("-doh-path must start with /")
+	case c.perQuery && c.mode == "doh":
+		return nil, errors.New("-per-query: tcp or dot")
 	case c.warmup < 0 || (c.warmup != 0 && c.warmup >= c.duration):
 		return nil, errors.New("-warmup must be shorter than -l")
 	}
@@ -213,7 +217,8 @@ func streamMain(args []string) error {
 	emit(map[string]any{"type": "start", "server": cfg.server, "transport": cfg.mode,
 		"connections": cfg.conns, "outstanding": cfg.outstanding, "rate": cfg.rate,
 		"duration": cfg.duration, "timeout": cfg.timeout.Seconds(), "queries": len(queries),
-		"doh_method": cfg.dohMethod, "doh_path": cfg.dohPath, "rd": cfg.rd})
+		"doh_method": cfg.dohMethod, "doh_path": cfg.dohPath, "rd": cfg.rd,
+		"per_query": cfg.perQuery})
 	return g.run(emit)
 }
 
@@ -254,7 +259,11 @@ func (g *streamGen) run(emit func(any)) error {
 	per := cfg.outstanding / cfg.conns
 	extra := cfg.outstanding % cfg.conns
 	var wg sync.WaitGroup
-	for i := 0; i < cfg.conns; i++ {
+	for i := 0; cfg.perQuery && i < cfg.outstanding; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); g.oneShots() }()
+	}
+	for i := 0; !cfg.perQuery && i < cfg.conns; i++ {
 		inflight := per
 		if i < extra {
 			inflight++
@@ -314,6 +323,42 @@ func (g *streamGen) run(emit func(any)) error {
 			all.minus(*steadyStart), &steady))
 	}
 	return nil
+}
+
+// oneShots: one query per connection, one connection at a time, until the run's end: each
+// answer's latency runs from the dial, the TCP (and TLS) handshake included.
+func (g *streamGen) oneShots() {
+	buf := make([]byte, 65535)
+	for g.pace() {
+		start := time.Now()
+		g.c.sent.Add(1)
+		c, err := g.dial()
+		if err != nil {
+			g.c.netErrors.Add(1)
+			continue
+		}
+		_ = c.SetDeadline(start.Add(g.cfg.timeout))
+		q := g.query()
+		msg := append([]byte{byte(len(q) >> 8), byte(len(q))}, q...)
+		_, err = c.Write(msg)
+		n := 0
+		if err == nil {
+			var lb [2]byte
+			if _, err = io.ReadFull(c, lb[:]); err == nil {
+				n = int(binary.BigEndian.Uint16(lb[:]))
+				_, err = io.ReadFull(c, buf[:n])
+			}
+		}
+		c.Close()
+		switch {
+		case isTimeout(err):
+			g.c.timeouts.Add(1)
+		case err != nil || n < 12:
+			g.c.netErrors.Add(1)
+		default:
+			g.answered(buf[:n], start)
+		}
+	}
 }
 
 // dial opens one connection of the run's transport (TLS: with its handshake done).
