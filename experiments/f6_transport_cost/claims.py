@@ -195,9 +195,8 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
     server = _frontend(run)
     cores = derived.server_cores(run, server)
     require(cores is not None and cores >= min_cores,
-            f"the front-end ({server}) had {cores} core(s) of its own: its TCP and TLS workers "
-            "shared them with its UDP listener (the seed: 4 UDP listeners pinned to 4 CPUs, "
-            "the workers free on 32 hardware threads)",
+            f"the front-end ({server}) on {cores} core(s): TCP/TLS workers share them with "
+            "its UDP listener (seed: 4 listeners on 4 CPUs, workers on 32 threads)",
             f"a machine with >= {min_cores} cores for the front-end besides the generator's "
             "(SERVER_CPUS)")
     verdict.condition(cores_condition(run.meta, SEED_THREADS, server))
