@@ -141,3 +141,17 @@ def test_the_sweep_is_a_line_per_secondary_not_a_colour_per_point(tmp_path: Path
 
 def test_the_latency_bins_reach_past_every_timeout() -> None:
     assert LATENCY_BINS[0] <= 1e-4 and LATENCY_BINS[-1] >= 10.0
+
+
+def test_the_stair_percentiles_compare_at_a_load_some_condition_passed(tmp_path: Path) -> None:
+    """Run ec10: every stair first ran 3,000 qps (its coarse step) and failed it; the curves
+    there were all timeouts. The compared load is the highest shared one some condition
+    passed."""
+    cells = [f1.fallback_cell("bind916", records, tuning, capacity, start=200, step=200,
+                              first=(3000.0,), histograms=True)
+             for records, tuning, capacity in (("before", "untuned", 600),
+                                               ("before", "tuned", 1000),
+                                               ("after", "untuned", 800))]
+    _, fig = drawn(f1.fallback_run(tmp_path / "runs", cells), "stair_latency_percentiles",
+                   tmp_path / "png")
+    assert [ax.get_title() for ax in fig.axes] == ["bind916 at 1,000 qps"]
