@@ -8,6 +8,7 @@ sysctl change of a lab, and works from a fresh process, after a crash or twice i
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -133,6 +134,18 @@ class Lab:
         found = host.call("query", netns=self.netns(from_node), server=server, name=name,
                           rdtype=rdtype, timeout=timeout, tcp=tcp, options=options)
         return probe.answer_from_dict(found) if found else None
+
+    def ask_many(self, from_node: str, queries: list[probe.Query]) -> list[probe.Answer | None]:
+        """Queries sent one after the other from inside `from_node` (`probe.Query` each; None
+        where nothing answered): on another host one host command carries them all."""
+        host = self.host(from_node)
+        if host.local:
+            return probe.try_queries_in(self.netns(from_node), queries)
+        for one in queries:
+            probe.check_lab_address(one.server)
+        found = host.call("queries", netns=self.netns(from_node),
+                          asked=[dataclasses.asdict(one) for one in queries])
+        return [probe.answer_from_dict(a) if a else None for a in found]
 
     def address(self, node: str) -> str:
         return self.state.nodes[node].address
@@ -378,6 +391,9 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     timeout = data.health_timeout_s or HEALTH_TIMEOUT_S
     try:
         chosen.create(rendered, state, held, later=after_primaries)
+        if state.vxlan:  # the LAN spans hosts: does a full-size packet cross?
+            state.vxlan["mtu_crossed"] = multihost.check_lan_mtu(state)
+            state.save()
         if primaries and after_primaries:
             handle.healthy_s.update(handle.wait_healthy(primaries, timeout))
         for name in topo.nodes:
