@@ -332,10 +332,29 @@ def tables(netns: str) -> dict[str, dict[str, int]]:
 
 
 @verb
+def tables_of(netns: list[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """`tables` of many namespaces in one command (one round trip to the host)."""
+    from dnslab.counters import tables_in
+
+    return {one: tables_in(one) for one in netns}
+
+
+@verb
 def sample(netns: str) -> dict[str, int]:
     from dnslab.counters import sample_in
 
     return sample_in(netns)
+
+
+@verb
+def wan_apply(lab_root: str, node: str, netns: str, shape: dict[str, float], seed: int,
+              python_path: list[str]) -> dict[str, Any]:
+    """WAN emulation on a node's link, on this host (`wan.apply`)."""
+    from pathlib import Path
+
+    from dnslab import wan
+
+    return wan.apply(Path(lab_root), node, netns, wan.LinkShape(**shape), seed, python_path)
 
 
 # --- streams: a monitor, a measured command ----------------------------------------------------

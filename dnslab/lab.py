@@ -242,6 +242,17 @@ class Lab:
         """The node's /proc/net/snmp and netstat tables, read in its namespace on its host."""
         return self.host(node).call("tables", netns=self.netns(node))
 
+    def tables_of(self, nodes: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
+        """`tables` of many nodes, read in one host command per host (node -> tables)."""
+        by_host: dict[str, list[str]] = {}
+        for node in nodes:
+            by_host.setdefault(self.state.nodes[node].host, []).append(node)
+        found: dict[str, dict[str, dict[str, int]]] = {}
+        for mine in by_host.values():
+            read = self.host(mine[0]).call("tables-of", netns=[self.netns(n) for n in mine])
+            found.update({n: read[self.netns(n)] for n in mine})
+        return found
+
     def affinity(self, node: str) -> list[int] | None:
         """The CPUs the node's running daemon may use, read from the kernel of its host."""
         pid = self.state.nodes[node].pid
@@ -403,16 +414,16 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
             waited = [n for n in topo.nodes if n not in held and n not in handle.healthy_s]
             handle.healthy_s.update(handle.wait_healthy(waited, timeout))
         # after the health checks: a node whose link loses everything still answered them
+        unknown = sorted(set(data.wan) - set(state.nodes))
+        if unknown:
+            raise LabError(f"wan names node {unknown[0]!r}, which lab {topo.name!r} does not "
+                           "have", hint="nodes: " + ", ".join(state.nodes))
+        for host in {state.host(name).name: state.host(name) for name in data.wan}.values():
+            wan.ship_delayer(host)
         for index, (name, spec) in enumerate(sorted(data.wan.items())):
-            if name not in state.nodes:
-                raise LabError(f"wan names node {name!r}, which lab {topo.name!r} does not have",
-                               hint="nodes: " + ", ".join(state.nodes))
-            if not state.host(name).local:
-                raise LabError(f"WAN emulation on node {name!r}, which runs on host "
-                               f"{state.nodes[name].host!r}: not yet across hosts",
-                               hint="place the node on this machine (its dnslab.host label)")
-            handle.wan[name] = wan.apply(rendered.root, name, state.nodes[name].netns,
-                                         wan.parse(name, spec), seed=index)
+            handle.wan[name] = wan.apply_on(state.host(name), rendered.root, name,
+                                            state.nodes[name].netns, wan.parse(name, spec),
+                                            seed=index)
     except BaseException:
         _destroy(topo.name, chosen)
         raise

@@ -266,3 +266,32 @@ def test_a_packet_to_a_closed_port_comes_back_refused() -> None:
     """On loopback (MTU 65536): the kernel answers port 9 with ICMP port unreachable."""
     assert hostcmd.datagram_crosses("127.0.0.1", 1450, timeout=1.0) is True
     assert hostcmd.datagram_crosses("127.0.0.1", 70000 - 100, timeout=1.0) is None  # > MTU
+
+
+class TablesHost:
+    """A host answering `tables-of` with each namespace's name as its counter."""
+
+    def __init__(self, name: str):
+        self.name, self.local, self.asked = name, False, []
+
+    def call(self, verb: str, **args: Any) -> Any:
+        assert verb == "tables-of"
+        self.asked.append(args["netns"])
+        return {ns: {"Udp": {"InDatagrams": len(ns)}} for ns in args["netns"]}
+
+
+def test_many_nodes_counters_are_read_in_one_host_command_per_host(tmp_path: Path) -> None:
+    from dnslab.lab import Lab
+
+    state, _ = split_state({}, tmp_path)
+    state.nodes["sec"] = NodeState(name="sec", role="", server="nsd", address="", netns="",
+                                   log="", host="lab")
+    for name, node in state.nodes.items():
+        node.netns = f"/run/netns/{name}"
+    hosts = {name: TablesHost(name) for name in ("lab", "gen")}
+    state.hosts_handle()._hosts.update(hosts)  # type: ignore[arg-type]
+    found = Lab(None, state, None).tables_of(["primary", "client", "sec"])  # type: ignore
+    assert found["sec"] == {"Udp": {"InDatagrams": len("/run/netns/sec")}}
+    assert set(found) == {"primary", "client", "sec"}
+    assert hosts["lab"].asked == [["/run/netns/primary", "/run/netns/sec"]]
+    assert hosts["gen"].asked == [["/run/netns/client"]]
