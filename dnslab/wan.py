@@ -33,18 +33,31 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dnslab.errors import LabError
-from dnslab.hosts import LOCAL_HOST, Host
 from dnslab.nsenter import run_in
 from dnslab.wait import WaitTimeout, wait_until
 
 IFACE = "eth1"
 QUEUE_NUM = 7
 KEYS = ("delay_ms", "jitter_ms", "loss_pct")
+
+
+class LabHost(Protocol):
+    """What WAN emulation needs of the host a node runs on (`dnslab.hosts.Host` is one)."""
+
+    @property
+    def local(self) -> bool: ...
+
+    def call(self, verb: str, call_timeout: float | None = None, **args: Any) -> Any: ...
+
+    def push(self, sources: Iterable[Path]) -> None: ...
+
+    def read_bytes(self, path: Path, offset: int = 0) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,7 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
             "delayer_pid": proc.pid, "stats_file": str(stats)}
 
 
-def apply_on(host: Host, lab_root: Path, node: str, netns_path: str, shape: LinkShape,
+def apply_on(host: LabHost, lab_root: Path, node: str, netns_path: str, shape: LinkShape,
              seed: int = 0) -> dict[str, Any]:
     """`apply` on the host the node runs on (a host command there, this process here). A
     delayer on another host imports the NetfilterQueue this machine has, copied there by
@@ -168,7 +181,7 @@ def _netfilterqueue_folder() -> Path | None:
     return Path(locations[0]) if locations else None
 
 
-def ship_delayer(host: Host) -> None:
+def ship_delayer(host: LabHost) -> None:
     """Copy this machine's NetfilterQueue package to another host at the same path, for the
     delayers `apply_on` may start there (used when that host's kernel has no netem; its
     python must be this one's version, as the package is compiled)."""
@@ -177,12 +190,15 @@ def ship_delayer(host: Host) -> None:
         host.push([library])
 
 
-def read_stats(applied: dict[str, Any], host: Host | None = None) -> dict[str, Any] | None:
+def read_stats(applied: dict[str, Any], host: LabHost | None = None) -> dict[str, Any] | None:
     """The nfqueue delayer's counters now (None for netem), read on the node's `host`."""
     path = applied.get("stats_file")
     if not path:
         return None
-    data = (host or LOCAL_HOST).read_bytes(Path(path))
+    if host is None or host.local:
+        data = Path(path).read_bytes() if Path(path).exists() else b""
+    else:
+        data = host.read_bytes(Path(path))
     try:
         return json.loads(data) if data else None
     except ValueError:

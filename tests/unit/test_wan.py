@@ -94,4 +94,6 @@ def test_wan_on_a_node_of_another_host_is_applied_there_with_this_nfqueue(tmp_pa
     assert args["python_path"] == [str(library.parent)] and args["seed"] == 3
     assert wan.read_stats(applied, host) == {"accepted": 9}
     assert wan.read_stats({"stats_file": "/b/none.json"}, host) is None
-    wan.ship_delayer(wan.LOCAL_HOST)  # this machine has it already: nothing to copy
+    from dnslab.hosts import LOCAL_HOST
+
+    wan.ship_delayer(LOCAL_HOST)  # this machine has it already: nothing to copy
