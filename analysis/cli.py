@@ -54,7 +54,11 @@ def run_cmd(
     for v in summary["verdicts"]:
         table.add_row(f"[{STYLE.get(v['status'], '')}]{v['status']}[/]", v["claim_id"],
                       v.get("measured") or v.get("detail") or "")
-    out.print(table)
+    if summary["verdicts"]:
+        out.print(table)
+    else:  # a run of a file of one's own: no finding, nothing to judge
+        out.print(f"{summary['experiment']} {summary['run_id']}: no claims (no finding judges "
+                  f"this experiment); its plots: {', '.join(summary['analysis']['plots'])}")
     for line in summary["analysis"]["errors"]:
         err.print(f"error: {line}", markup=False)
     out.print(f"report: {Path(run_dir) / summary['analysis']['report']}")

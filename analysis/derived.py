@@ -17,9 +17,47 @@ import pandas as pd
 from analysis.claim import require
 from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
-from dnslab.thresholds import GENERATOR_BOUND_SHARE
+from dnslab.thresholds import GENERATOR_BOUND_SHARE, QUIET_OTHER_LOAD_PCT
 
 __all__ = ["GENERATOR_BOUND_SHARE"]  # the findings' claims import it from here
+
+
+# --- a quiet machine ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OtherLoad:
+    """What processes outside the lab used while a cell ran, in % of one core."""
+
+    mean_pct: float
+    max_pct: float
+    seconds: int
+
+
+def other_load(cell: Cell) -> OtherLoad | None:
+    """From the cell's `monitor/cores.csv` `other_pct` column; None for a run that did not
+    record it (before the column existed, or a lab across hosts)."""
+    name = "monitor/cores.csv"
+    if not cell.has(name):
+        return None
+    frame = cell.csv(name)
+    if "other_pct" not in frame.columns:
+        return None
+    values = pd.to_numeric(frame["other_pct"], errors="coerce").dropna()
+    if values.empty:
+        return None
+    return OtherLoad(round(float(values.mean()), 1), round(float(values.max()), 1), len(values))
+
+
+def require_quiet(cell: Cell, what: str) -> OtherLoad | None:
+    """A precondition for claims about the spread between repetitions: the machine ran
+    little else while the cell ran (<= QUIET_OTHER_LOAD_PCT of one core on average)."""
+    load = other_load(cell)
+    require(load is None or load.mean_pct <= QUIET_OTHER_LOAD_PCT,
+            f"{cell.label}: the machine was busy: other processes used "
+            f"{load.mean_pct if load else 0:.0f} % of a core on average (at most "
+            f"{load.max_pct if load else 0:.0f} %) during {what}",
+            f"rerun with nothing else running (<= {QUIET_OTHER_LOAD_PCT:.0f} % of a core)")
+    return load
 
 
 # --- stairs (tcp-fallback) -------------------------------------------------------------------

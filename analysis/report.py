@@ -16,9 +16,11 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from analysis import derived
 from analysis.claim import REPRODUCTION, STATUS_MEANING, STATUSES, finding_titles
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
+from dnslab.thresholds import QUIET_OTHER_LOAD_PCT
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATUS_TEXT = {"reproduced": "reproduced", "not_reproduced": "not reproduced",
@@ -133,11 +135,29 @@ def _environment(run: Run) -> list[tuple[str, str]]:
         if value is not None:
             items.append((label, _compact(value)))
     items.append(("complete", "yes" if run.complete else "NO - the run was interrupted"))
+    busy = _other_load(run)
+    if busy:
+        items.append(("other load on the machine", busy))
     # what the procedure said while it ran (e.g. a load that did not saturate the server)
     items.extend(("warning", str(w)) for w in meta.get("warnings") or [])
     for name, version in sorted((meta.get("versions") or {}).items()):
         items.append((f"version: {name}", str(version)))
     return items
+
+
+def _other_load(run: Run) -> str:
+    """How busy the machine was outside the lab, over the cells that recorded it."""
+    loads = [(cell, load) for cell in run.cells if (load := derived.other_load(cell))]
+    if not loads:
+        return ""
+    seconds = sum(load.seconds for _, load in loads)
+    mean = sum(load.mean_pct * load.seconds for _, load in loads) / seconds
+    busiest, worst = max(loads, key=lambda pair: pair[1].mean_pct)
+    quiet = "quiet" if mean <= QUIET_OTHER_LOAD_PCT else "BUSY: spreads between repetitions " \
+        "are partly the machine's"
+    return (f"processes outside the lab used {mean:.0f} % of a core on average ({quiet}); "
+            f"the busiest cell {busiest.label}: {worst.mean_pct:.0f} % (at most "
+            f"{worst.max_pct:.0f} %)")
 
 
 def _topology(run: Run) -> list[dict[str, str]]:

@@ -57,8 +57,10 @@ def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
 def write_run(root: Path, experiment: str, cells: list[CellData], *,
               params: dict[str, Any] | None = None, complete: bool = True,
               topology: dict[str, Any] | None = None, run_id: str | None = None,
-              cpus: int = 2, started: str = "2025-01-01T00:00:00.000+00:00") -> Path:
-    """One run folder under root/<experiment>/, through the runner's RunWriter."""
+              cpus: int = 2, started: str = "2025-01-01T00:00:00.000+00:00",
+              meta: dict[str, Any] | None = None) -> Path:
+    """One run folder under root/<experiment>/, through the runner's RunWriter (`meta`:
+    more of meta.json's fields, e.g. a run of a file of one's own's `own_experiment`)."""
     run_id = run_id or f"20250101T000000Z-{next(_ids):04x}"
     writer = RunWriter.create(root, experiment, run_id, {
         "description": f"{experiment} (test fixture)", "findings": [], "params": params or {},
@@ -68,7 +70,7 @@ def write_run(root: Path, experiment: str, cells: list[CellData], *,
         "versions": {"bind9": "1:9.18.28-1~deb12u2"}, "git": {"commit": "0123abc",
                                                                "dirty": False},
         "command": ["make", "experiment", f"EXP={experiment}", "SCALE=ci"],
-        "started": started})
+        "started": started, **(meta or {})})
     for cell in cells:
         cell_dir = writer.start_cell(cell.cell_id, cell.params, "2025-01-01T00:00:01+00:00")
         writer.record_sysctls(cell.cell_id, cell.sysctls,

@@ -59,9 +59,26 @@ def status_word(status: str, kind: str = REPRODUCTION) -> str:
 
 
 def _shorten(text: str, room: int) -> str:
-    """`text` cut at a word boundary to at most `room` characters (an ellipsis says so)."""
+    """`text` in at most `room` characters: its longest leading run of whole clauses that
+    fits (cut before a ": ", "; " or " (" outside parentheses, else before a ", "), so a slide
+    never shows half a figure; else cut at a word boundary, an ellipsis saying so."""
     if len(text) <= room:
         return text
+    depth, clause, comma = 0, 0, 0
+    for i, char in enumerate(text[:room + 1]):
+        if char == "(":
+            if i and text[i - 1] == " " and depth == 0:
+                clause = i - 1
+            depth += 1
+        elif char == ")":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and text[i:i + 2] in (": ", "; "):
+            clause = i
+        elif depth == 0 and text[i:i + 2] == ", ":
+            comma = i
+    for best in (clause, comma):
+        if best >= room // 3:
+            return text[:best].rstrip(" ,;:")
     cut = text[:max(room - 1, 0)]
     if " " in cut[room // 2:]:
         cut = cut[:cut.rfind(" ")]

@@ -15,6 +15,9 @@ with disjoint sets that is each side's whole CPU use, softirq work on its cores 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,3 +176,52 @@ class CoreSampler:
                            if total > total0 else None)
         self.last = now
         return shares
+
+
+class OtherLoadSampler:
+    """CPU used since the previous sample by processes outside the lab, in % of one core:
+    what else the machine ran while the lab measured (other labs, test suites, builds). Not
+    counted: processes in the lab's network namespaces (its daemons, its generators), kernel
+    threads (their softirq work is mostly the lab's own traffic) and this controller's own
+    process tree. A process that starts and ends within one interval is missed. A busy
+    machine breaks within-run comparisons that assume quiet: the analysis reads this column
+    (`other_pct` in monitor/cores.csv) to say so."""
+
+    def __init__(self, lab_netns: Callable[[], list[str]]):
+        self.lab_netns = lab_netns
+        self.last = self._cpu_outside()
+        self.at = time.monotonic()
+
+    def _namespaces(self) -> set[int]:
+        inodes = set()
+        for path in self.lab_netns():
+            with suppress(OSError):
+                inodes.add(os.stat(path).st_ino)
+        return inodes
+
+    def _cpu_outside(self) -> dict[tuple[int, float], float]:
+        import psutil  # here: a lab host's sampling needs only the standard library
+
+        lab = self._namespaces()
+        me = psutil.Process()
+        mine = {me.pid, *(c.pid for c in me.children(recursive=True))}
+        seen: dict[tuple[int, float], float] = {}
+        for proc in psutil.process_iter(["pid", "ppid", "create_time"]):
+            info = proc.info
+            if info["pid"] in mine or info["pid"] == 2 or info["ppid"] == 2:
+                continue
+            try:
+                if os.stat(f"/proc/{info['pid']}/ns/net").st_ino in lab:
+                    continue
+                times = proc.cpu_times()
+            except (OSError, psutil.Error):
+                continue
+            seen[(info["pid"], info["create_time"])] = times.user + times.system
+        return seen
+
+    def sample(self) -> float | None:
+        now, at = self._cpu_outside(), time.monotonic()
+        elapsed, self.at = at - self.at, at
+        used = sum(cpu - self.last.get(key, 0.0) for key, cpu in now.items())
+        self.last = now
+        return round(100.0 * max(used, 0.0) / elapsed, 1) if elapsed > 0 else None

@@ -146,9 +146,6 @@ class RunHosts:
             raise LabError(f"experiment {spec.name} does not run across hosts yet",
                            hint="run it without HOSTS=; across hosts: "
                                 + ", ".join(spec_names_across_hosts()))
-        if runtime != "netns":
-            raise LabError(f"a run across hosts uses the netns runtime for now, not {runtime}",
-                           hint="RUNTIME=netns")
         hosts = Hosts(self.inventory)
         try:
             found = {name: hosts.get(name).call("affinity-self",
@@ -220,7 +217,8 @@ class Cell:
         (`cores_csv(node)` names the one of a node's host)."""
         assert self.lab is not None
         state = self.lab.state
-        self.monitors = Monitors(self.path / "monitor", cores=not state.split)
+        self.monitors = Monitors(self.path / "monitor", cores=not state.split,
+                                 lab_netns=lambda: [n.netns for n in state.nodes.values()])
         for name in state.host_names() if state.split else []:
             self.monitors.add_cores(state.hosts_handle().get(name), self.cores_csv(host=name))
         for node in nodes:
@@ -274,7 +272,10 @@ class Run:
         self.run_id = new_run_id()
         self.writer = RunWriter.create(paths.RESULTS, spec.name, self.run_id, {
             "description": spec.description,
-            "findings": [spec.finding.id], "params": params, "scale": scale or "full",
+            "findings": [spec.finding.id] if spec.finding else [],
+            # a file of the user's own: its copy in the run folder says the run's plots
+            **({} if spec.finding else {"own_experiment": spec.path.name}),
+            "params": params, "scale": scale or "full",
             "runtime": runtime, "topology": _topology_meta(self.topology),
             "kernel": platform.release(), "machine": {
                 "cpus": os.cpu_count(), "memory_kb": _meminfo_total(),
@@ -290,7 +291,9 @@ class Run:
         """Check before the first cell that these nodes can start on the run's runtime (an
         image node on netns needs its image); records the image of every image node."""
         topo = self.topology
-        lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
+        if not (self.inventory is not None and self.runtime == "clab"):
+            # across hosts on clab each host's images are checked there, at lab up
+            lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
         images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
         if images:
             self.writer.merge("images", images)
@@ -498,7 +501,7 @@ def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
         return getattr(module, func)
     except (ImportError, AttributeError):
         raise LabError(f"{spec.path}: procedure {spec.procedure!r} not found",
-                       hint=f"a procedure is <module>.<function> of {spec.finding.path}/"
+                       hint=f"a procedure is <module>.<function> of {spec.procedure_folder}/"
                        "<module>.py") from None
 
 

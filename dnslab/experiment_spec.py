@@ -42,7 +42,8 @@ class ExperimentSpec:
     description: str
     topology: str
     procedure: str
-    finding: findings.Finding
+    # the finding whose package holds the file; None for a file of the user's own
+    finding: findings.Finding | None
     claims: list[str]
     plots: list[str]
     params: dict[str, Any]
@@ -54,10 +55,19 @@ class ExperimentSpec:
     across_hosts: bool = False
 
     @property
+    def package(self) -> str:
+        """Where its procedure is found: the finding's package, or the shared procedures."""
+        return self.finding.package if self.finding else findings.OWN_PROCEDURES[1]
+
+    @property
     def procedure_module(self) -> str:
         """The procedure's module, within the finding's package (`xfr.cold_start` ->
-        `experiments.f3_xfr.xfr`)."""
-        return f"{self.finding.package}.{self.procedure.rpartition('.')[0]}"
+        `experiments.f3_xfr.xfr`), or `experiments/procedures/` for a file of one's own."""
+        return f"{self.package}.{self.procedure.rpartition('.')[0]}"
+
+    @property
+    def procedure_folder(self) -> Path:
+        return self.finding.path if self.finding else findings.OWN_PROCEDURES[0]
 
 
 def known_experiments() -> list[str]:
@@ -65,31 +75,97 @@ def known_experiments() -> list[str]:
 
 
 def load_spec(name: str) -> ExperimentSpec:
+    """An experiment of a finding by name, or (a path: `mine.yaml`) a file of one's own."""
     if not name:
         raise LabError("no experiment named", hint="EXP=<name>; known: "
                        + ", ".join(known_experiments()))
+    if findings.is_own_file(name):
+        return load_own(Path(name))
     path = findings.experiment_file(name)
     finding = findings.finding_of(name)
     assert finding is not None  # experiment_file found it there
+    return _parse(name, path, finding)
+
+
+def load_own(path: Path) -> ExperimentSpec:
+    """A user's own experiment file: it names a shared procedure (experiments/procedures/)
+    and a topology (a lab name, or a file path taken from the experiment file's folder);
+    it has no claims, and its name (the file's stem) is no finding's experiment, so its runs
+    (results/<stem>/) are never judged as one."""
+    if not path.is_file():
+        raise LabError(f"no experiment file {path}",
+                       hint="EXP= is an experiment's name (dnslab experiment list) or the path "
+                       "of a .yaml file of your own")
+    name = path.stem
+    if findings.base_experiment(name) is not None:
+        raise LabError(f"{path}: its name {name!r} is taken by a finding's experiment",
+                       hint="rename your file (its stem names the runs' folder)")
+    spec = _parse(name, path.resolve(), None)
+    if spec.claims:
+        raise LabError(f"{path}: claims: {', '.join(spec.claims)} in a file of your own",
+                       hint="claims belong to a finding's package (README, Extending); "
+                       "remove claims:")
+    defaults_file = procedure_defaults(spec)
+    if not defaults_file.is_file():
+        known = sorted(p.stem for p in findings.OWN_PROCEDURES[0].glob("*.yaml"))
+        raise LabError(f"{path}: procedure {spec.procedure!r} is no shared procedure",
+                       hint="procedure: <module>.<function> of experiments/procedures/ "
+                       f"(modules: {', '.join(known)})")
+    defaults = _read_defaults(defaults_file)
+    unknown = [k for k in spec.params if k not in defaults["params"]]
+    if unknown:
+        raise LabError(f"{path}: {', '.join(unknown)} is no parameter of {spec.procedure}",
+                       hint="parameters: " + ", ".join(defaults["params"]))
+    spec.params = {**defaults["params"], **spec.params}
+    spec.choices = {**(defaults.get("choices") or {}), **spec.choices}
+    scales = {scale: dict(values) for scale, values in (defaults.get("scales") or {}).items()}
+    for scale, values in spec.scales.items():
+        scales.setdefault(scale, {}).update(values)
+    spec.scales = scales
+    spec.plots = spec.plots or list(defaults.get("plots") or [])
+    spec.description = spec.description or str(defaults.get("description", ""))
+    beside = path.resolve().parent / spec.topology
+    if beside.is_file():
+        spec.topology = str(beside)
+    return spec
+
+
+def procedure_defaults(spec: ExperimentSpec) -> Path:
+    """The shared procedure's defaults (`experiments/procedures/<module>.yaml`)."""
+    module = spec.procedure.rpartition(".")[0]
+    return findings.OWN_PROCEDURES[0] / f"{module}.yaml"
+
+
+def _read_defaults(path: Path) -> dict[str, Any]:
+    raw = yaml.safe_load(path.read_text()) or {}
+    return {**raw, "params": raw.get("params") or {}}
+
+
+def _parse(name: str, path: Path, finding: findings.Finding | None) -> ExperimentSpec:
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise LabError(f"{path}:{line}: experiment file does not parse: {exc.problem}",
                        hint="fix the YAML at that line") from None
-    missing = [k for k in ("topology", "procedure", "params") if k not in raw]
+    if not isinstance(raw, dict):
+        raise LabError(f"{path}: an experiment file is a mapping",
+                       hint="see docs/architecture.md for the experiment file format")
+    required = ("topology", "procedure", "params") if finding else ("topology", "procedure")
+    missing = [k for k in required if k not in raw]
     if missing:
         raise LabError(f"{path}: missing {', '.join(missing)}",
                        hint="see docs/architecture.md for the experiment file format")
     choices = raw.get("choices") or {}
-    unknown = [k for k in choices if k not in raw["params"]]
+    params = raw.get("params") or {}
+    unknown = [k for k in choices if k not in params] if finding else []
     if unknown:
         raise LabError(f"{path}: choices for {', '.join(unknown)}, which is no parameter",
                        hint="choices: name parameters of params:")
     return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
-                          topology=raw["topology"], procedure=raw["procedure"],
+                          topology=str(raw["topology"]), procedure=str(raw["procedure"]),
                           finding=finding, claims=list(raw.get("claims") or []),
-                          plots=list(raw.get("plots") or []), params=raw["params"],
+                          plots=list(raw.get("plots") or []), params=params,
                           scales=raw.get("scales", {}), choices=choices,
                           across_hosts=bool(raw.get("across_hosts", False)))
 
@@ -314,6 +390,9 @@ def _choices_text(spec: ExperimentSpec, key: str, topology: Topology | None) -> 
 
 def describe(spec: ExperimentSpec, topology: Topology | None = None) -> Description:
     comments = parameter_comments(spec.path)
+    if spec.finding is None:  # a file of one's own: the shared procedure's defaults say more
+        comments = {**parameter_comments(procedure_defaults(spec)),
+                    **{k: v for k, v in comments.items() if v}}
     parameters = [
         ParameterInfo(key=key, default=default,
                       scales={scale: values[key] for scale, values in spec.scales.items()
@@ -325,6 +404,7 @@ def describe(spec: ExperimentSpec, topology: Topology | None = None) -> Descript
     for found in findings.all_findings():
         claim_titles.update(decorated_titles(found.path / "claims.py", "claim"))
         plot_titles.update(decorated_titles(found.path / "plots.py", "plot"))
+    plot_titles.update(decorated_titles(findings.OWN_PROCEDURES[0] / "plots.py", "plot"))
     return Description(spec=spec, story=story(spec.path), parameters=parameters,
                        claims=[(c, claim_titles.get(c, "")) for c in spec.claims],
                        plots=[(p, plot_titles.get(p, "")) for p in spec.plots])

@@ -35,6 +35,9 @@ from dnslab.errors import LabError
 MANIFEST = "finding.yaml"
 # (folder, the package name that folder has on sys.path): where finding packages are found
 ROOTS: list[tuple[Path, str]] = [(paths.EXPERIMENTS, "experiments")]
+# procedures (and the plots they draw) that an experiment file of a user's own names: no
+# finding, no claims, e.g. `procedure: compare.servers_by_transport` (README "Your own question")
+OWN_PROCEDURES = (paths.EXPERIMENTS / "procedures", "experiments.procedures")
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,11 @@ def finding_of(experiment: str) -> Finding | None:
         if base in candidate.experiments:
             return candidate
     return None
+
+
+def is_own_file(name: str) -> bool:
+    """EXP= names a file of the user's own (a path), not an experiment of a finding."""
+    return name.endswith((".yaml", ".yml")) or "/" in name
 
 
 def experiment_file(name: str) -> Path:

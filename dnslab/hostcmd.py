@@ -125,6 +125,36 @@ def clock() -> float:
     return time.time()
 
 
+@verb
+def clab_facts(images: list[str]) -> dict[str, Any]:
+    """What the clab runtime needs of this host: a containerlab (its own installed one, else
+    the project's build, when copied here) and its version, the Docker engine's version
+    (None: no engine answers), and the id of each image (None: missing)."""
+    import re
+    import shutil
+
+    from dnslab import paths
+
+    binary = shutil.which("containerlab")
+    if binary is None and (paths.BIN / "containerlab").exists():
+        binary = str(paths.BIN / "containerlab")
+    version = None
+    if binary:
+        out = subprocess.run([binary, "version"], capture_output=True, text=True).stdout
+        found = re.search(r"version:\s*v?(\d+\.\d+\.\d+)", out)
+        version = found.group(1) if found else None
+    engine = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
+                            capture_output=True, text=True) if shutil.which("docker") else None
+    ids: dict[str, str | None] = {}
+    for image in images:
+        found_id = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", image],
+                                  capture_output=True, text=True) if engine else None
+        ids[image] = found_id.stdout.strip() if found_id and found_id.returncode == 0 else None
+    return {"containerlab": binary, "containerlab_version": version,
+            "docker": engine.stdout.strip() if engine and engine.returncode == 0 else None,
+            "images": ids}
+
+
 # --- namespaces and processes ----------------------------------------------------------------
 
 @verb
@@ -171,6 +201,14 @@ def terminate(pids: list[int]) -> None:
         child = _children.pop(pid, None)
         if child is not None:
             child.poll()
+
+
+@verb
+def cgroup_cpu(pid: int) -> float | None:
+    """CPU seconds of everything in the cgroup of `pid` (a container's)."""
+    from dnslab.processes import cgroup_cpu_seconds
+
+    return cgroup_cpu_seconds(pid)
 
 
 @verb
@@ -412,6 +450,11 @@ def measured_main(args: argparse.Namespace) -> int:
     def stopper() -> None:
         asked = stop.wait(args.timeout if args.timeout > 0 else None)
         if proc.poll() is None:  # asked to stop (SIGTERM with --term), or out of time
+            if asked and args.term and args.term_cmdline:
+                from dnslab.processes import signal_cmdline
+
+                signal_cmdline(json.loads(args.term_cmdline))  # the tool behind docker exec
+                return
             try:
                 os.killpg(proc.pid, signal.SIGTERM if asked and args.term else signal.SIGKILL)
             except ProcessLookupError:
@@ -442,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("measured", help="run a command and report its CPU time")
     run.add_argument("--timeout", type=float, default=0)
     run.add_argument("--term", action="store_true", help="SIGTERM instead of SIGKILL")
+    run.add_argument("--term-cmdline", default="",
+                     help="with --term: SIGTERM the processes whose command line is this JSON "
+                          "list instead (a tool behind `docker exec`, which passes no signal)")
     run.add_argument("--report", required=True, help="where the exit code and CPU time go")
     run.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

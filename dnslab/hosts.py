@@ -254,6 +254,14 @@ class Host:
             raise self._failed(argv, proc.returncode, err)
         return proc
 
+    def ip(self, *args: str, check: bool = True) -> None:
+        """`ip ARGS` on this host; a failure raises LabError with ip's own message."""
+        proc = self.run(["ip", *args], check=False)
+        if check and proc.returncode != 0:
+            where = "" if self.local else f" on host {self.name!r}"
+            raise LabError(f"ip {' '.join(args)}{where} failed: {proc.stderr.strip()}",
+                           hint="is iproute2 installed and are you root?")
+
     def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         return subprocess.Popen(self.argv(argv), **kwargs)
 

@@ -186,9 +186,13 @@ class Lab:
         started = time.monotonic()
         if not host.local:
             report = f"/tmp/dnslab-measured-{os.getpid()}-{time.monotonic_ns()}.json"
-            wrapped = host.python_argv("measured", "--timeout", f"{timeout:g}", "--report",
-                                       report, *(["--term"] if stop_gently else []), "--",
-                                       *self.runtime.node_argv(self.state, node, argv))
+            node_cpu_before = self.runtime.node_cpu_seconds(self.state, node)
+            wrapped = host.python_argv(
+                "measured", "--timeout", f"{timeout:g}", "--report", report,
+                *(["--term"] if stop_gently else []),
+                *self.term_cmdline(argv if stop_gently else None), "--",
+                *self.runtime.node_argv(self.state, node, self.runtime.wrap_timeout(argv,
+                                                                                    timeout)))
             proc = subprocess.Popen(host.argv(wrapped), stdin=subprocess.PIPE, stdout=stdout,
                                     stderr=stderr)
             try:
@@ -202,7 +206,11 @@ class Lab:
                 measured = json.loads(found.stdout)
             except json.JSONDecodeError:
                 measured = {"rc": proc.returncode, "cpu_s": None}
-            return Measured(int(measured["rc"]), measured["cpu_s"], time.monotonic() - started)
+            cpu = measured["cpu_s"]
+            if node_cpu_before is not None:  # the container's cgroup, not docker exec's
+                node_cpu_after = self.runtime.node_cpu_seconds(self.state, node)
+                cpu = node_cpu_after - node_cpu_before if node_cpu_after is not None else None
+            return Measured(int(measured["rc"]), cpu, time.monotonic() - started)
         node_cpu_before = self.runtime.node_cpu_seconds(self.state, node)
         proc = self.popen(node, self.runtime.wrap_timeout(argv, timeout), stdout=stdout,
                           stderr=stderr, stdin=subprocess.DEVNULL)
@@ -218,6 +226,13 @@ class Lab:
         if node_cpu_before is not None and node_cpu_after is not None:
             cpu = node_cpu_after - node_cpu_before
         return Measured(proc.returncode, cpu, time.monotonic() - started)
+
+    def term_cmdline(self, argv: list[str] | None) -> list[str]:
+        """The `measured` host command's option that stops a tool by its command line, when
+        a signal to the local command would not reach it (`docker exec`)."""
+        if argv is None or self.runtime.exec_passes_signals:
+            return []
+        return ["--term-cmdline", json.dumps(argv)]
 
     def push(self, node: str, files: Iterable[Path]) -> None:
         """Make files written here (a query file, an edited zone) visible to a node on
@@ -362,9 +377,6 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     if inventory is not None and runtime == "auto":
         runtime = "netns"
     chosen = get_runtime(runtime, topo, quiet=quiet)
-    if inventory is not None and chosen.name != "netns":
-        raise LabError(f"a lab across hosts runs on the netns runtime for now, not {chosen.name}",
-                       hint="RUNTIME=netns with HOSTS=")
     clear_stale(topo.name, quiet=quiet)
     existing = LabState.load(topo.name)
     if existing is not None or chosen.leftovers(topo.name):

@@ -8,7 +8,9 @@ sockets by state (/proc/net/tcp) and TIME_WAIT (/proc/net/sockstat), plus the da
 and RSS (its whole process tree). Rows go to `monitor/<node>.csv` as they are taken, so an
 interrupted run keeps what was measured. Beside them, `monitor/cores.csv` keeps every core's
 busy share per second (`t`, `cpu0`, `cpu1`, ...: % of that second the core was not idle,
-softirq included), which with disjoint CPU sets (dnslab/cpus.py) is each node's whole CPU use.
+softirq included), which with disjoint CPU sets (dnslab/cpus.py) is each node's whole CPU use,
+and `other_pct`: what processes outside the lab used (% of one core), so a run says whether
+the machine was quiet.
 The counters are sampled and the files read back by dnslab/counters.py.
 """
 
@@ -26,7 +28,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from dnslab.counters import sample_counters
-from dnslab.cpus import CoreSampler
+from dnslab.cpus import CoreSampler, OtherLoadSampler
 from dnslab.nsenter import in_netns
 
 
@@ -129,8 +131,11 @@ class CoreMonitor:
     """Samples every core's busy share every `interval` seconds into a CSV file."""
 
     def __init__(self, out: Path | None, interval: float = 1.0, t0: float | None = None,
-                 stream: IO[str] | None = None):
+                 stream: IO[str] | None = None,
+                 lab_netns: Callable[[], list[str]] | None = None):
         self.out, self.interval, self.stream = out, interval, stream
+        # the lab's network namespaces: with them, an `other_pct` column says what else ran
+        self.lab_netns = lab_netns
         self.t0 = t0 if t0 is not None else time.monotonic()
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="monitor-cores", daemon=True)
@@ -147,7 +152,9 @@ class CoreMonitor:
 
     def _loop(self) -> None:
         sampler = CoreSampler()
+        other = OtherLoadSampler(self.lab_netns) if self.lab_netns is not None else None
         columns = ["t", *(f"cpu{c}" for c in sorted(sampler.last))]
+        columns += ["other_pct"] if other is not None else []
         with _output(self.out, self.stream) as handle:
             writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
@@ -158,6 +165,8 @@ class CoreMonitor:
                     break
                 row: dict[str, object] = {"t": round(time.monotonic() - self.t0, 3)}
                 row.update({f"cpu{c}": v for c, v in sampler.sample().items()})
+                if other is not None:
+                    row["other_pct"] = other.sample()
                 writer.writerow(row)
                 handle.flush()
                 self.rows += 1
@@ -166,14 +175,16 @@ class CoreMonitor:
 class Monitors:
     """A group of node monitors, and the per-core monitor, sharing one time origin."""
 
-    def __init__(self, out_dir: Path, interval: float = 1.0, cores: bool = True):
+    def __init__(self, out_dir: Path, interval: float = 1.0, cores: bool = True,
+                 lab_netns: Callable[[], list[str]] | None = None):
         self.out_dir = out_dir
         self.interval = interval
         self.t0 = time.monotonic()
         self.monitors: list[NodeMonitor] = []
         self.cores: CoreMonitor | None = None
         if cores:
-            self.cores = CoreMonitor(out_dir / "cores.csv", interval, self.t0)
+            self.cores = CoreMonitor(out_dir / "cores.csv", interval, self.t0,
+                                     lab_netns=lab_netns)
             self.cores.start()
 
     def add(self, node: str, netns: str, pid: Callable[[], int | None],

@@ -3,9 +3,11 @@
 `lab.up(..., inventory=...)` calls `prepare` after rendering and before any host is touched
 by the runtime. It places every node on a host (`hosts.placement`), asks each host what it
 is (kernel, cores, python, the Debian packages its nodes need, the route and MTU to the
-other hosts, its clock) and refuses, in one line each and before anything is created, an
-unreachable host, a host without the packages or python its nodes need, hosts that disagree
-on the version of a package they both run, and an underlay MTU too small for the lab LAN.
+other hosts, its clock; on the clab runtime its Docker engine, containerlab and the images
+of its nodes) and refuses, in one line each and before anything is created, an unreachable
+host, a host without the packages, python, engine or images its nodes need, hosts that
+disagree on the version of a package (or containerlab) they both run, and an underlay MTU
+too small for the lab LAN.
 It then chooses the VXLAN that joins the LAN (VNI from the lab's name, the inventory's UDP
 port, MTU = the smallest underlay MTU - 50 unless the inventory says), copies the lab's
 files to every other host at the same absolute path, and records it all in the lab state
@@ -93,7 +95,8 @@ def check_hosts(state: LabState, inventory: Inventory) -> dict[str, dict[str, An
     used = state.host_names()
     wanted: dict[str, set[str]] = {h: {"iproute2", *HOST_PYTHON_PACKAGES} for h in used}
     for node in state.nodes.values():
-        wanted[node.host] |= kind_packages(node.server)
+        if state.runtime != "clab":  # on clab a node's software is in its image
+            wanted[node.host] |= kind_packages(node.server)
     facts: dict[str, dict[str, Any]] = {}
     for name in used:
         host = state.hosts_handle().get(name)
@@ -117,6 +120,10 @@ def check_hosts(state: LabState, inventory: Inventory) -> dict[str, dict[str, An
                                     "reach the others' (ip route get <address> on the host)")
         if not host.local:
             found["clock"] = clock_offset(host)
+        if state.runtime == "clab":
+            found["clab"] = check_clab_host(state, host)
+            found["versions"]["containerlab"] = found["clab"]["containerlab_version"]
+            wanted[name].add("containerlab")
         facts[name] = found
     shared: dict[str, dict[str, str]] = {}
     for name, found in facts.items():
@@ -131,9 +138,41 @@ def check_hosts(state: LabState, inventory: Inventory) -> dict[str, dict[str, An
     return facts
 
 
+def check_clab_host(state: LabState, host: Host) -> dict[str, Any]:
+    """A host's Docker engine, containerlab and the images of its nodes (clab runtime); a
+    LabError that says what to run there when one is missing. The project's containerlab
+    build goes with the lab's tools (`files_to_push`) when the host has none of its own."""
+    images = sorted({node.image for node in state.nodes.values() if node.host == host.name})
+    found = host.call("clab-facts", images=images, call_timeout=120)
+    if found["docker"] is None:
+        raise LabError(f"host {host.name!r} has no Docker engine that answers (the clab "
+                       "runtime runs its nodes in containers there)",
+                       hint=f"on {host.name}: apt-get install -y docker.io and start dockerd "
+                            "(or RUNTIME=netns)")
+    missing = [image for image, ident in found["images"].items() if ident is None]
+    if missing:
+        raise LabError(f"host {host.name!r} lacks image {missing[0]}"
+                       + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+                       + " (its nodes run them)",
+                       hint="make images" if host.local else
+                       f"docker save {' '.join(missing)} | ssh {host.spec.ssh} docker load "
+                       "(or make images in a checkout there)")
+    if found["containerlab"] is None and not (paths.BIN / "containerlab").exists():
+        raise LabError(f"host {host.name!r} has no containerlab, and this machine has no build "
+                       "of it to copy there", hint="make containerlab (here), or install "
+                       f"containerlab on {host.name}")
+    if found["containerlab"] is None:  # the project's build, copied with the lab's tools
+        found["containerlab"] = str(paths.BIN / "containerlab")
+        from dnslab.runtime.clab import containerlab_version
+
+        version = containerlab_version(found["containerlab"])
+        found["containerlab_version"] = ".".join(map(str, version)) if version else None
+    return found
+
+
 def plan_vxlan(state: LabState, inventory: Inventory,
                facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from dnslab.runtime.netns import lab_vni
+    from dnslab.runtime.netns import lab_vni, vxlan_device
 
     used = state.host_names()
     underlay_mtus = [route["mtu"] for found in facts.values()
@@ -148,9 +187,19 @@ def plan_vxlan(state: LabState, inventory: Inventory,
     if mtu < MIN_LAN_MTU:
         raise LabError(f"the lab LAN's MTU would be {mtu}, under {MIN_LAN_MTU}",
                        hint="an underlay with a larger MTU (1500 is usual)")
-    return {"vni": lab_vni(state.lab), "port": inventory.vxlan_port, "mtu": mtu,
+    plan = {"vni": lab_vni(state.lab), "port": inventory.vxlan_port, "mtu": mtu,
             "underlay_mtu": min(underlay_mtus) if underlay_mtus else None,
             "underlay": {h: inventory.spec(h).underlay for h in used}}
+    if state.runtime == "clab":
+        # containerlab's vxlan link has one remote: the first host is the hub, one VXLAN
+        # (and VNI: one VNI and port per namespace) to each other host, so the LAN is a tree
+        plan["method"] = "containerlab vxlan link, endpoint the lab bridge"
+        plan["links"] = [{"hosts": [used[0], spoke], "vni": plan["vni"] + index,
+                          "device": vxlan_device(plan["vni"] + index)}
+                         for index, spoke in enumerate(used[1:])]
+    else:
+        plan["method"] = "VXLAN device in the bridge namespace, flooding to every host"
+    return plan
 
 
 def files_to_push(rendered: RenderedLab, state: LabState, host: str) -> list[Path]:
@@ -183,6 +232,10 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
     state.host_facts = facts
     state.vxlan = plan_vxlan(state, inventory, facts) if len(state.host_names()) > 1 else {}
     for host in remote:
+        # a node's folder there is this rendering's alone, as here: a zone a secondary
+        # transferred in a lab before would be served until it refreshed
+        mine = [rendered.node_dir(n) for n, node in state.nodes.items() if node.host == host.name]
+        host.run(["rm", "-rf", *[str(d) for d in mine]])
         host.push(files_to_push(rendered, state, host.name))
     state.save()
 

@@ -57,3 +57,52 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
         wait_until(all_gone, grace, "the node's processes to die", interval=0.02)
     except WaitTimeout:
         pass
+
+
+def signal_cmdline(argv: list[str], sig: int = signal.SIGTERM) -> list[int]:
+    """Send `sig` to every process whose command line is exactly `argv`; their pids. Reaches
+    a tool started through `docker exec`, which passes no signal on: the tool in the
+    container is a process of its host all the same."""
+    from pathlib import Path
+
+    wanted = "\0".join(argv).encode()
+    hit = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().rstrip(b"\0")
+        except OSError:
+            continue
+        if cmdline == wanted:
+            try:
+                os.kill(int(entry.name), sig)
+                hit.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return hit
+
+
+def cgroup_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds used so far by everything in the cgroup of `pid` (a container's: v1
+    cpuacct.usage or v2 cpu.stat); None when it cannot be read."""
+    from pathlib import Path
+
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            for mount in ("cpu,cpuacct", "cpuacct", "cpuacct,cpu"):
+                usage = Path(f"/sys/fs/cgroup/{mount}{path}/cpuacct.usage")
+                if usage.exists():
+                    return int(usage.read_text()) / 1e9
+        if controllers == "":
+            stat = Path(f"/sys/fs/cgroup{path}/cpu.stat")
+            if stat.exists():
+                for row in stat.read_text().splitlines():
+                    if row.startswith("usage_usec "):
+                        return int(row.split()[1]) / 1e6
+    return None

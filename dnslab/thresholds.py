@@ -13,3 +13,8 @@ GENERATOR_BOUND_SHARE = 0.9
 # saturated, so a profile cannot show more qps there (the procedure says so after the first
 # default cell; the F5 claims are "not applicable" at such a load)
 SATURATED_SHARE = 0.97
+
+# a run is quiet when processes outside the lab used at most this much of one core (%) on
+# average while a cell ran (`other_pct`, monitor/cores.csv): claims about a spread between
+# repetitions need a quiet machine, and a report says how busy it was
+QUIET_OTHER_LOAD_PCT = 10.0

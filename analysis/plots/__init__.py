@@ -18,6 +18,7 @@ axes per run, side by side).
 
 from __future__ import annotations
 
+import importlib
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,16 +63,19 @@ def plot(name: str, *, title: str, caption: str = "", y_from_zero: bool = True,
 
 
 def load_all() -> dict[str, PlotSpec]:
-    """Every finding package's plots."""
+    """Every finding package's plots, and those of the shared procedures."""
     for found in findings.all_findings():
         found.module("plots")
+    importlib.import_module(f"{findings.OWN_PROCEDURES[1]}.plots")
     return PLOTS
 
 
 def plots_for(run: Run) -> list[PlotSpec]:
     """The plots the run's experiment file names, in its order; a name no finding's plots.py
-    defines is a LabError (a typo in the experiment file)."""
-    names = experiment_plots(run.experiment)
+    defines is a LabError (a typo in the experiment file). A run of a file of the user's own
+    reads them from that file's copy in the run folder."""
+    own = run.meta.get("own_experiment")
+    names = load_spec(str(run.dir / own)).plots if own else experiment_plots(run.experiment)
     registry = load_all()
     unknown = [n for n in names if n not in registry]
     if unknown:

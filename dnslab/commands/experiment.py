@@ -64,8 +64,9 @@ def render_show(name: str, width: int | None = None) -> str:
     finding = spec.finding
     where = spec.path.relative_to(paths.REPO) if spec.path.is_relative_to(paths.REPO) \
         else spec.path
-    out = [f"{spec.name}: {spec.description}",
-           f"finding {finding.id} (seed {finding.seed}): {finding.title}",
+    about_finding = (f"finding {finding.id} (seed {finding.seed}): {finding.title}" if finding
+                     else "an experiment file of your own: no finding, no claims")
+    out = [f"{spec.name}: {spec.description}", about_finding,
            f"file {where}, lab {spec.topology}, procedure {spec.procedure}", "", *about.story,
            ""]
     scales = ", ".join(["full (default)", *spec.scales])
@@ -81,10 +82,11 @@ def render_show(name: str, width: int | None = None) -> str:
             out += textwrap.wrap(text, width, initial_indent="      ", subsequent_indent="      ",
                                  break_on_hyphens=False)
     out += ["", "Claims (judged by the analysis after the run):"]
-    out += _columns(about.claims)
+    out += _columns(about.claims) or ["  none: claims belong to a finding's package"]
     out += ["", "Plots (in the run's report):"]
     out += _columns(about.plots)
-    out += ["", f"Run it: make experiment EXP={spec.name} [SCALE=ci] [KEY=VALUE ...]"]
+    exp = spec.name if finding else where
+    out += ["", f"Run it: make experiment EXP={exp} [SCALE=ci] [KEY=VALUE ...]"]
     return "\n".join(out)
 
 

@@ -122,6 +122,9 @@ class Runtime(ABC):
     """One way of running a lab: containerlab or network namespaces."""
 
     name: str
+    # whether a signal to the local command that runs a tool in a node reaches the tool
+    # (`ip netns exec` execs it; `docker exec` does not pass signals on)
+    exec_passes_signals = True
 
     @abstractmethod
     def preflight(self, rendered: RenderedLab) -> None:

@@ -185,25 +185,25 @@ class NetnsRuntime(Runtime):
         bridge_ns = namespace(topo.name, topo.bridge)
         for host_name in state.host_names():
             host = state.hosts_handle().get(host_name)
-            _ip(host, "netns", "add", bridge_ns)
-            _ip(host, "-n", bridge_ns, "link", "add", bridge,
-                *(["mtu", str(mtu)] if mtu else []), "type", "bridge")
-            _ip(host, "-n", bridge_ns, "link", "set", bridge, "up")
+            host.ip("netns", "add", bridge_ns)
+            host.ip("-n", bridge_ns, "link", "add", bridge,
+                    *(["mtu", str(mtu)] if mtu else []), "type", "bridge")
+            host.ip("-n", bridge_ns, "link", "set", bridge, "up")
             if state.vxlan:
                 _add_vxlan(host, host_name, state, bridge_ns, bridge)
         for node in topo.nodes.values():
             host = state.host(node.name)
             ns = namespace(topo.name, node.name)
-            _ip(host, "netns", "add", ns)
+            host.ip("netns", "add", ns)
             port = node.bridge_port[:15]
             link_mtu = ["mtu", str(mtu)] if mtu else []
-            _ip(host, "link", "add", "eth1", "netns", ns, *link_mtu, "type", "veth", "peer",
-                "name", port, "netns", bridge_ns, *link_mtu)
-            _ip(host, "-n", bridge_ns, "link", "set", port, "master", bridge)
-            _ip(host, "-n", bridge_ns, "link", "set", port, "up")
-            _ip(host, "-n", ns, "link", "set", "lo", "up")
-            _ip(host, "-n", ns, "addr", "add", node.cidr, "dev", "eth1")
-            _ip(host, "-n", ns, "link", "set", "eth1", "up")
+            host.ip("link", "add", "eth1", "netns", ns, *link_mtu, "type", "veth", "peer",
+                    "name", port, "netns", bridge_ns, *link_mtu)
+            host.ip("-n", bridge_ns, "link", "set", port, "master", bridge)
+            host.ip("-n", bridge_ns, "link", "set", port, "up")
+            host.ip("-n", ns, "link", "set", "lo", "up")
+            host.ip("-n", ns, "addr", "add", node.cidr, "dev", "eth1")
+            host.ip("-n", ns, "link", "set", "eth1", "up")
             state.nodes[node.name].netns = netns_path(ns)
         apply_sysctls(rendered, state)
         state.save()
@@ -265,20 +265,12 @@ class NetnsRuntime(Runtime):
             where = "" if host.local else f" on host {host.name}"
             for ns in namespaces:
                 # the VXLAN device lives in the bridge namespace and goes with it
-                _ip(host, "netns", "delete", ns, check=False)
+                host.ip("netns", "delete", ns, check=False)
                 removed.append(f"netns {ns}{where}")
             restored = host.call("restore-host-sysctls",
                                  saved_file=str(host_sysctl_file(lab)))
             removed += [f"host sysctl {k} restored to {v}{where}" for k, v in restored.items()]
         return removed
-
-
-def _ip(host: Host, *args: str, check: bool = True) -> None:
-    proc = host.run(["ip", *args], check=False)
-    if check and proc.returncode != 0:
-        where = "" if host.local else f" on host {host.name!r}"
-        raise LabError(f"ip {' '.join(args)}{where} failed: {proc.stderr.strip()}",
-                       hint="is iproute2 installed and are you root?")
 
 
 def _add_vxlan(host: Host, host_name: str, state: LabState, bridge_ns: str,
@@ -289,15 +281,15 @@ def _add_vxlan(host: Host, host_name: str, state: LabState, bridge_ns: str,
     vx = state.vxlan
     device = vxlan_device(int(vx["vni"]))
     local = vx["underlay"][host_name]
-    _ip(host, "link", "add", device, "mtu", str(vx["mtu"]), "type", "vxlan", "id",
-        str(vx["vni"]), "local", local, "dstport", str(vx["port"]), "nolearning")
-    _ip(host, "link", "set", device, "netns", bridge_ns)
+    host.ip("link", "add", device, "mtu", str(vx["mtu"]), "type", "vxlan", "id",
+            str(vx["vni"]), "local", local, "dstport", str(vx["port"]), "nolearning")
+    host.ip("link", "set", device, "netns", bridge_ns)
     for peer, address in vx["underlay"].items():
         if peer != host_name:
             host.run(["ip", "netns", "exec", bridge_ns, "bridge", "fdb", "append",
                       "00:00:00:00:00:00", "dev", device, "dst", address])
-    _ip(host, "-n", bridge_ns, "link", "set", device, "master", bridge)
-    _ip(host, "-n", bridge_ns, "link", "set", device, "up")
+    host.ip("-n", bridge_ns, "link", "set", device, "master", bridge)
+    host.ip("-n", bridge_ns, "link", "set", device, "up")
 
 
 def _hosts_for(lab: str | None) -> list[Host]:

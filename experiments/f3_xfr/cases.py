@@ -166,6 +166,11 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     # passed by accident before (relative standard deviation <= 2 %): times spread 1.9 %,
     # repetitions up to 2.8 % from the mean, against the seed's +-0.6 %
     ("F3.tld.repeatable", ABSENT, tld(SPREAD_1_9)),
+    # run de8a (2026-11-26): 53-87 s while test suites used ~0.8 of a core beside it: the
+    # machine, not the transfer, spread them; quiet, the same steady times still hold
+    ("F3.tld.repeatable", UNMET, tld([62.7, 78.9, 86.7, 72.4, 58.2, 59.7, 56.1, 57.7, 53.1,
+                                      55.3], other_load=[81.0, 85.0, 64.0] * 20)),
+    ("F3.tld.repeatable", PRESENT, tld(STEADY, other_load=[2.0, 9.0, 4.0] * 20)),
     # the seed's .ch: 14 M records, 691 MB in 47,700 messages; the lab's 446.6 MB / 36,360
     ("F3.tld.size", PRESENT, tld(STEADY, records=14_000_001, bytes_=691_400_000,
                                  messages=47_650)),

@@ -119,11 +119,13 @@ def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float =
                 records: int = 140000, timing_source: str | None = "transfer-log",
                 log_spans: dict[str, list[float | None]] | None = None,
                 log_resolution_s: float | None = 0.001, bytes_: int | None = None,
-                messages: int | None = None) -> list[CellData]:
+                messages: int | None = None,
+                other_load: list[float] | None = None) -> list[CellData]:
     """One cell per secondary with its repetitions' times (`delays_s`) and, unless
     `log_resolution_s` is None, a `repetitions.csv` whose AXFRs the secondary's log timed:
     `log_spans` (default: the delays themselves) at that log clock (1 s: the daemon's own
-    duration in `log_secs`, as Knot's log has whole seconds)."""
+    duration in `log_secs`, as Knot's log has whole seconds). `other_load`: what processes
+    outside the lab used each second (% of a core: monitor/cores.csv `other_pct`)."""
     cells = []
     for secondary, delays in delays_by_secondary.items():
         figures: dict[str, Any] = {"records": records, "repetitions": len(delays),
@@ -140,6 +142,9 @@ def timed_cells(delays_by_secondary: dict[str, list[float]], *, error_s: float =
                 [i, d, error_s, span if fine else (0.0 if span is not None else None),
                  log_resolution_s, None if fine else span]
                 for i, (d, span) in enumerate(zip(delays, spans, strict=True))])
+        if other_load is not None:
+            files["monitor/cores.csv"] = (["t", "cpu0", "cpu1", "other_pct"], [
+                [i + 1.0, 50.0, 50.0, load] for i, load in enumerate(other_load)])
         # as xfr_single's cells: the secondary's kind and its node
         cells.append(CellData({"secondary": secondary, "secondary_node": f"sec-{secondary}"},
                               figures, csv=files))

@@ -11,8 +11,6 @@ against, in a node for the length of a block.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -24,6 +22,7 @@ from dnslab import paths
 from dnslab.errors import LabError
 from dnslab.lab import Lab
 from dnslab.paths import BIN
+from dnslab.processes import signal_cmdline
 
 
 @dataclass(frozen=True)
@@ -55,19 +54,7 @@ def stop_serve(serve: subprocess.Popen, argv: list[str], timeout: float = 30.0) 
     itself, so that it prints its `serve_total` line, and return what it printed. On the clab
     runtime `serve` is the `docker exec` client, which does not pass signals on; the responder
     in the container is a host process too, found by its exact command line."""
-    wanted = "\0".join(argv).encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().rstrip(b"\0")
-        except OSError:
-            continue
-        if cmdline == wanted:
-            try:
-                os.kill(int(entry.name), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    signal_cmdline(argv)
     try:
         out, _ = serve.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -90,7 +77,8 @@ def serving(lab: Lab, node: str, limit_s: float, log_dir: Path,
     if remote:  # stopped by closing its stdin: the host command sends it SIGTERM
         lab.push(node, [paths.BIN])
         host = lab.host(node)
-        wrapped = host.python_argv("measured", "--term", "--report", "/dev/null", "--",
+        wrapped = host.python_argv("measured", "--term", "--report", "/dev/null",
+                                   *lab.term_cmdline(argv), "--",
                                    *lab.runtime.node_argv(lab.state, node, argv))
         serve = subprocess.Popen(host.argv(wrapped), stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

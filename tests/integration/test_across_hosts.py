@@ -1,7 +1,8 @@
 """A lab across two machines, emulated on this one (dnslab.emulate): two host namespaces with
-their own sshd and their own view of the project's folders, joined by an underlay. The lab is
-brought up over the real ssh transport and the real VXLAN, used from the client on host B,
-and torn down; nothing of it may be left on either host."""
+their own sshd, Docker engine and view of the project's folders, joined by an underlay. The
+lab is brought up over the real ssh transport and the real VXLAN, on either runtime (clab:
+each host's part deployed by containerlab there), used from the client on host B, and torn
+down; nothing of it may be left on either host."""
 
 from __future__ import annotations
 
@@ -15,16 +16,28 @@ import pytest
 import yaml
 
 from analysis import run_analysis
-from dnslab import experiment, paths
+from dnslab import experiment, paths, topology
 from dnslab import lab as lab_engine
 from dnslab.emulate import emulated_hosts
 from dnslab.errors import LabError
 from dnslab.hosts import Inventory, load_inventory
 from dnslab.results import read_meta
+from dnslab.runtime import clab
 from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
 DAEMONS = "named|knotd|nsd|dnsdist|unbound"
+LABS = ("reference", "tcpauth")  # what this module brings up on clab (the others: netns)
+
+
+def images_by_host() -> dict[str, list[str]]:
+    """Each emulated host's engine gets the images of the nodes it runs: the client's on
+    host b, the servers' on host a."""
+    wanted: dict[str, set[str]] = {"a": set(), "b": set()}
+    for lab in LABS:
+        for node in topology.load(lab).nodes.values():
+            wanted["b" if node.role == "client" else "a"].add(node.image)
+    return {host: sorted(images) for host, images in wanted.items()}
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +47,12 @@ def hosts_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def inventory(tmp_path_factory: pytest.TempPathFactory,
-              hosts_results: Path) -> Iterator[Inventory]:
-    with emulated_hosts(tmp_path_factory.mktemp("hosts"),
-                        private=[hosts_results]) as hosts_file:
+def inventory(tmp_path_factory: pytest.TempPathFactory, hosts_results: Path,
+              clab_ready: None) -> Iterator[Inventory]:
+    """Two emulated hosts, each with its own Docker engine (for the clab runtime) holding
+    the images of its nodes; the netns runtime ignores the engines."""
+    with emulated_hosts(tmp_path_factory.mktemp("hosts"), private=[hosts_results],
+                        docker=True, images=images_by_host()) as hosts_file:
         yield load_inventory(hosts_file)
 
 
@@ -52,25 +67,33 @@ def on_host(inventory: Inventory, name: str, command: str) -> str:
 
 
 def nothing_left(inventory: Inventory) -> dict[str, str]:
-    """Namespaces, daemons and lab links on each host, and ssh connections here. The emulated
-    hosts share this machine's process table: a daemon is the host's when it runs in the
-    host's own mount namespace."""
+    """Namespaces, daemons, lab links, containers and Docker networks on each host, and ssh
+    connections and containerlab's /etc entries here. The emulated hosts share this
+    machine's process table and /etc: a daemon is the host's when it runs in the host's own
+    mount namespace."""
     left = {}
     mine = ('me=$(readlink /proc/self/ns/mnt); for p in $(pgrep -x "' + DAEMONS + '"); do '
             '[ "$(readlink /proc/$p/ns/mnt)" = "$me" ] && echo "daemon $p"; done; ')
+    engine = ("docker ps -aq; docker network ls --format '{{.Name}}' "
+              "| grep -v -x -e bridge -e host -e none; ")
     for name in inventory.hosts:
-        found = on_host(inventory, name, f"ip netns list; {mine}"
+        found = on_host(inventory, name, f"ip netns list; {mine}{engine}"
                                           "ip -br link | grep -v -e '^lo' -e mgmt0 -e ul0")
         if found.strip():
             left[name] = found
     mux = subprocess.run(["pgrep", "-f", "dnslab-ssh-.*mux"], capture_output=True, text=True)
     if mux.stdout.strip():
         left["controller"] = "ssh connections: " + mux.stdout
+    etc = subprocess.run(["sh", "-c", "grep -h -e '-reference-[ab]' -e '-tcpauth-[ab]' "
+                          "/etc/hosts; ls /etc/ssh/ssh_config.d 2>/dev/null | grep -e "
+                          "'-reference-[ab]' -e '-tcpauth-[ab]'"], capture_output=True, text=True)
+    if etc.stdout.strip():
+        left["controller /etc"] = etc.stdout
     return left
 
 
-def test_reference_lab_across_two_hosts(inventory: Inventory) -> None:
-    lab = lab_engine.up("reference", runtime="netns", inventory=inventory)
+def test_reference_lab_across_two_hosts(inventory: Inventory, runtime: str) -> None:
+    lab = lab_engine.up("reference", runtime=runtime, inventory=inventory)
     try:
         state = lab.state
         assert {n: s.host for n, s in state.nodes.items()} == {
@@ -82,6 +105,8 @@ def test_reference_lab_across_two_hosts(inventory: Inventory) -> None:
             facts = state.host_facts[name]
             assert facts["cpus"] and facts["kernel"] and facts["versions"]["iproute2"]
             assert abs(facts["clock"]["offset_s"]) < 1.0  # one machine: one clock
+        if runtime == "clab":
+            check_clab_parts(lab, inventory)
         # every server answers the client on the other host, over UDP and TCP
         for node in ("primary", "sec-bind", "sec-knot", "sec-nsd"):
             answer = lab.query("client", node, "example.test.", "SOA")
@@ -111,6 +136,41 @@ def test_reference_lab_across_two_hosts(inventory: Inventory) -> None:
     assert nothing_left(inventory) == {}
 
 
+def check_clab_parts(lab: lab_engine.Lab, inventory: Inventory) -> None:
+    """Each host runs its own containerlab lab (its nodes, its name), joined by the VXLAN the
+    plan names, as the kernel of each host reads it back; every link of the LAN has its MTU."""
+    state = lab.state
+    for name, nodes in (("a", {"primary", "sec-bind", "sec-knot", "sec-nsd", "frontend",
+                               "resolver"}), ("b", {"client"})):
+        running = on_host(inventory, name, "docker ps --format '{{.Names}}'").split()
+        assert sorted(running) == sorted(f"clab-reference-{name}-{n}" for n in nodes)
+        assert state.host_facts[name]["clab_deploy_s"] > 0
+        made = state.vxlan["read_back"][name]
+        assert [(m["vni"], m["port"], m["mtu"], m["bridge"]) for m in made] == [
+            (state.vxlan["vni"], 4789, 1450, "br-reference")]
+        assert made[0]["remote"] == state.vxlan["underlay"]["b" if name == "a" else "a"]
+    for node in ("client", "primary"):  # both ends of the path, TCP's MSS follows
+        shown = subprocess.run(lab.exec_argv(node, ["cat", "/sys/class/net/eth1/mtu"]),
+                               capture_output=True, text=True, timeout=30).stdout
+        assert shown.strip() == "1450", node
+
+
+def test_a_clab_lab_up_that_fails_after_deploy_leaves_nothing_on_either_host(
+        inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both hosts deployed, then refused (the kernel reads back another VXLAN port than the
+    plan's, as a containerlab whose link fields differ would make): one line, and the lab
+    is gone from both hosts."""
+    real = clab.read_back_vxlan
+    monkeypatch.setattr(clab, "read_back_vxlan",
+                        lambda host, device: {**real(host, device), "port": 14789})
+    with pytest.raises(LabError) as caught:
+        lab_engine.up("reference", runtime="clab", inventory=inventory)
+    assert "containerlab made VXLAN" in caught.value.message and "14789" in \
+        caught.value.message
+    assert lab_engine.leftovers("reference") == []
+    assert nothing_left(inventory) == {}
+
+
 def test_an_unreachable_host_is_one_line_before_anything_is_created(
         inventory: Inventory, tmp_path: Path) -> None:
     raw = yaml.safe_load(Path(inventory.path).read_text())
@@ -127,15 +187,18 @@ def test_an_unreachable_host_is_one_line_before_anything_is_created(
 
 
 def test_a_load_experiment_with_the_generator_on_host_b(
-        inventory: Inventory, hosts_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """tcp-sysctl at SCALE=ci (two profiles, two rounds): dnsperf on host B, Knot and the
-    ceiling's responder on host A, every figure measured where it happens."""
+        inventory: Inventory, hosts_results: Path, monkeypatch: pytest.MonkeyPatch,
+        runtime: str) -> None:
+    """tcp-sysctl at SCALE=ci (two rounds; two profiles on netns, one on clab, whose path
+    through a profile is the same and whose cells take longer): dnsperf on host B, Knot and
+    the ceiling's responder on host A, every figure measured where it happens."""
     monkeypatch.setattr(paths, "RESULTS", hosts_results)
+    profiles = "default,tso-win-divisor-1" if runtime == "netns" else "default"
     run = experiment.run_experiment("tcp-sysctl", [
-        "SCALE=ci", "RUNTIME=netns", f"HOSTS={inventory.path}",
-        "PROFILES=default,tso-win-divisor-1", "TRIALS=2", "CEILING_TRIALS=1"])
+        "SCALE=ci", f"RUNTIME={runtime}", f"HOSTS={inventory.path}", f"PROFILES={profiles}",
+        "TRIALS=2", "CEILING_TRIALS=1"])
     meta = read_meta(run.path)
-    assert meta["complete"] is True
+    assert meta["complete"] is True and meta["runtime"] == runtime
     placed = meta["placement"]
     assert (placed["generator_host"], placed["server_host"]) == ("b", "a")
     assert placed["generator_cpus"] == inventory.hosts["b"].cpus

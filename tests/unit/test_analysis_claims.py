@@ -373,6 +373,22 @@ def test_slide_line_shortens_the_phrase_never_the_conditions() -> None:
     assert slide_line("not_applicable", None, []) == "Not applicable: "
 
 
+def test_a_shortened_phrase_keeps_whole_clauses_and_never_half_a_figure() -> None:
+    """resolver-cache's full run 3275: the slide said "...(seed: 230-407 ms): the
+    emulated…" and "(slowest answer / run time: -q 100…"."""
+    unbound = ["Unbound on 1 of 2 cores (seed: 4)"]
+    cold = ("cold passes averaged 96-106 ms at -q 100, 200 (seed: 230-407 ms): the emulated "
+            "internet, not the cache, sets the ratio")
+    assert slide_line("not_applicable", cold, unbound) == (
+        "Not applicable: cold passes averaged 96-106 ms at -q 100, 200 (seed: 230-407 ms); "
+        "Unbound on 1 of 2 cores (seed: 4)")
+    bounded = ("every -q step has a pass bounded by its slowest name (slowest answer / run "
+               "time: -q 100 52%, -q 200 95%, -q 300 97%)")
+    assert slide_line("not_applicable", bounded, unbound) == (
+        "Not applicable: every -q step has a pass bounded by its slowest name; Unbound on 1 "
+        "of 2 cores (seed: 4)")
+
+
 def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
     run_dir = synthetic.write_run(
         tmp_path, "tcp-fallback", f1_fx.seed_like_fallback_cells(),

@@ -187,3 +187,18 @@ def test_the_environment_repeats_what_the_run_warned_about(tmp_path: Path) -> No
     items = _environment(Run(tmp_path, {"cells": {}, "warnings": [said]}))
     assert ("warning", said) in items
     assert not [k for k, _ in _environment(Run(tmp_path, {"cells": {}})) if k == "warning"]
+
+
+def test_the_report_says_how_busy_the_machine_was_beside_the_lab(tmp_path: Path) -> None:
+    """Run de8a's shape: its TLD transfers spread 53-87 s while ~80 % of a core ran other
+    test suites; the report says so, and a quiet run says quiet."""
+    from experiments.f3_xfr import fixtures as f3_fx
+
+    def report_of(load: list[float]) -> str:
+        run = f3_fx.write_xfr_run(tmp_path, "xfr-tld", f3_fx.timed_cells(
+            {"bind": [22.0 + i / 10 for i in range(10)]}, other_load=load))
+        run_analysis(run, update_index=False)
+        return (run / "report" / "report.html").read_text()
+
+    assert "used 77 % of a core on average (BUSY" in report_of([81.0, 85.0, 64.0] * 20)
+    assert "used 5 % of a core on average (quiet)" in report_of([2.0, 9.0, 4.0] * 20)

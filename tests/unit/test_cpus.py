@@ -111,3 +111,20 @@ def test_core_sampler_reports_busy_share(tmp_path: Path):
     stat.write_text("cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 25 0 25 90 0 0 10 0 0 0\n"
                     "cpu1 5 0 5 140 0 0 0 0 0 0\n")
     assert sampler.sample() == {0: 50.0, 1: 0.0}
+
+
+def test_other_load_counts_what_runs_outside_the_lab_and_nothing_inside_it():
+    """A busy process outside the lab (not this process's child: its shell has exited) shows
+    in `other_pct`; with this machine's own namespace taken as the lab's it does not (other
+    labs' namespaces on a shared machine count in both, so the difference is the loop's)."""
+    import subprocess
+    import time
+
+    from dnslab.cpus import OtherLoadSampler
+
+    subprocess.run(["sh", "-c", "timeout 4 sh -c 'while :; do :; done' > /dev/null 2>&1 &"],
+                   check=True)
+    outside = OtherLoadSampler(lambda: [])
+    inside = OtherLoadSampler(lambda: ["/proc/self/ns/net"])
+    time.sleep(1.5)
+    assert outside.sample() - inside.sample() >= 50.0

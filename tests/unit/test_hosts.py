@@ -295,3 +295,113 @@ def test_many_nodes_counters_are_read_in_one_host_command_per_host(tmp_path: Pat
     assert set(found) == {"primary", "client", "sec"}
     assert hosts["lab"].asked == [["/run/netns/primary", "/run/netns/sec"]]
     assert hosts["gen"].asked == [["/run/netns/client"]]
+
+
+class FakeClabHost(FakeHost):
+    """Another machine whose `facts` and `clab-facts` (its engine, containerlab, images) are
+    given, and whose clock is this one's."""
+
+    def __init__(self, name: str, facts: dict[str, Any], clab: dict[str, Any]):
+        super().__init__(name, facts)
+        self.clab, self.spec, self.local = clab, HostSpec(name, f"root@{name}"), False
+
+    def run(self, argv: list[str]) -> Any:
+        import time
+        from types import SimpleNamespace
+
+        assert argv[0] == "date"
+        return SimpleNamespace(stdout=f"{time.time():.6f}\n")
+
+    def call(self, verb: str, **args: Any) -> Any:
+        if verb == "clab-facts":
+            return {**self.clab, "images": {i: self.clab["images"].get(i) for i in args["images"]}}
+        return super().call(verb, **args)
+
+
+def clab_facts(version: str = "0.69.3", docker: str | None = "20.10.24",
+               missing: tuple[str, ...] = ()) -> dict[str, Any]:
+    images = {i: None if i in missing else "sha256:1" for i in ("img/bind", "img/tools")}
+    return {"containerlab": "/usr/bin/containerlab", "containerlab_version": version,
+            "docker": docker, "images": images}
+
+
+def clab_state(tmp_path: Path, lab: dict[str, Any], gen: dict[str, Any]) -> tuple[LabState,
+                                                                               Inventory]:
+    state, inv = split_state({"lab": host_facts({}), "gen": host_facts({})}, tmp_path)
+    state.runtime = "clab"
+    state.nodes["primary"].image, state.nodes["client"].image = "img/bind", "img/tools"
+    hosts = state.hosts_handle()
+    for name, clab in (("lab", lab), ("gen", gen)):
+        hosts._hosts[name] = FakeClabHost(name, host_facts({}), clab)  # type: ignore
+    return state, inv
+
+
+def test_a_clab_host_without_an_engine_or_an_image_is_one_line_saying_what_to_run(
+        tmp_path: Path) -> None:
+    state, inv = clab_state(tmp_path, clab_facts(docker=None), clab_facts())
+    with pytest.raises(LabError, match="host 'lab' has no Docker engine") as caught:
+        multihost.check_hosts(state, inv)
+    assert "docker.io" in (caught.value.hint or "")
+    state, inv = clab_state(tmp_path, clab_facts(), clab_facts(missing=("img/tools",)))
+    with pytest.raises(LabError, match="host 'gen' lacks image img/tools") as caught:
+        multihost.check_hosts(state, inv)
+    assert caught.value.hint == ("docker save img/tools | ssh root@gen docker load (or make "
+                                 "images in a checkout there)")
+
+
+def test_clab_hosts_need_no_server_packages_but_the_same_containerlab(tmp_path: Path) -> None:
+    state, inv = clab_state(tmp_path, clab_facts(), clab_facts())
+    for name in ("lab", "gen"):  # the daemons are in the images, not on the hosts
+        state.hosts_handle()._hosts[name].facts = host_facts(  # type: ignore[attr-defined]
+            {"bind9": None, "dnsperf": None})  # type: ignore[dict-item]
+    facts = multihost.check_hosts(state, inv)
+    assert facts["gen"]["clab"]["images"] == {"img/tools": "sha256:1"}  # only its nodes'
+    state, inv = clab_state(tmp_path, clab_facts(), clab_facts(version="0.72.0"))
+    with pytest.raises(LabError, match="disagree on the version of containerlab: lab 0.69.3, "
+                                       "gen 0.72.0"):
+        multihost.check_hosts(state, inv)
+
+
+def test_clab_joins_more_than_two_hosts_in_a_tree_one_vni_per_link(tmp_path: Path) -> None:
+    three = TWO + "  gen2: {ssh: root@198.19.3.2, underlay: 198.19.0.3}\n"
+    inv = inventory(tmp_path, three)
+    state = LabState(lab="t", runtime="clab", topology="", root=str(tmp_path),
+                     hosts=inv.as_dict())
+    for name, host in (("primary", "lab"), ("client", "gen"), ("client2", "gen2")):
+        state.nodes[name] = NodeState(name=name, role="", server="", address="", netns="",
+                                      log="", host=host)
+    facts = {h: host_facts({}) for h in ("lab", "gen", "gen2")}
+    plan = multihost.plan_vxlan(state, inv, facts)
+    vni = plan["vni"]
+    assert plan["links"] == [
+        {"hosts": ["lab", "gen"], "vni": vni, "device": f"vx{vni}"},
+        {"hosts": ["lab", "gen2"], "vni": vni + 1, "device": f"vx{vni + 1}"}]
+    state.runtime = "netns"  # one VXLAN device per host, flooding to all: no links
+    assert "links" not in multihost.plan_vxlan(state, inv, facts)
+
+
+def test_a_tool_behind_a_command_that_passes_no_signal_is_stopped_by_its_command_line(
+        tmp_path: Path) -> None:
+    """As behind `docker exec`: the local command ignores SIGTERM and the tool is in another
+    session, so only the tool's own command line reaches it; it stops, and so does the
+    command waiting for it."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from dnslab import paths
+
+    tool = ["sleep", "41.713"]  # a command line nothing else runs
+    like_docker_exec = ["sh", "-c", f"trap true TERM; setsid {' '.join(tool)} & wait $!; wait $!"]
+    report = tmp_path / "report.json"
+    proc = subprocess.Popen([sys.executable, "-m", "dnslab.hostcmd", "measured", "--term",
+                             "--term-cmdline", json.dumps(tool), "--report", str(report), "--",
+                             *like_docker_exec], stdin=subprocess.PIPE, cwd=paths.REPO)
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert proc.stdin is not None
+    proc.stdin.close()  # the controller asks it to stop
+    proc.wait(timeout=20)
+    assert time.monotonic() - started < 10
+    assert json.loads(report.read_text())["rc"] is not None

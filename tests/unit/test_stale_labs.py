@@ -102,7 +102,7 @@ def test_clab_reports_and_removes_netns_links_whose_container_is_gone(tmp_path, 
     assert len(clab.dangling_netns_links(None)) == 2
     monkeypatch.setattr(paths, "LABS_STATE", tmp_path / "labs")
     monkeypatch.setattr(clab, "docker_works", lambda: False)
-    monkeypatch.setattr(clab.sysctl, "restore_host", lambda path: {})
+    monkeypatch.setattr("dnslab.sysctl.restore_host", lambda path: {})
     runtime = clab.ClabRuntime()
     assert "netns-link clab-mobile-client" in runtime.leftovers("mobile")
     assert runtime.destroy("mobile") == ["netns-link clab-mobile-client"]
@@ -116,27 +116,30 @@ def test_a_container_that_stopped_after_deploy_is_said_with_its_logs(tmp_path, m
     from types import SimpleNamespace
 
     from dnslab.errors import LabError
+    from dnslab.runtime.base import LabState, NodeState
 
     node = SimpleNamespace(name="primary")
     topo = SimpleNamespace(name="tcpauth", bridge="br-tcpauth", nodes={"primary": node})
     (tmp_path / "primary").mkdir()
     rendered = SimpleNamespace(topology=topo, root=tmp_path, clab_file=tmp_path / "x.clab.yml",
                                node_dir=lambda name: tmp_path / name)
-    monkeypatch.setattr(clab, "ip", lambda *args, **kw: None)
+    state = LabState(lab="tcpauth", runtime="clab", topology="", root=str(tmp_path), nodes={
+        "primary": NodeState(name="primary", role="primary", server="bind",
+                             address="198.18.0.11", netns="", log="")})
     monkeypatch.setattr(clab, "node_visible_roots", lambda: [])
     monkeypatch.setattr(clab, "containerlab_binary", lambda: "containerlab")
     monkeypatch.setattr(clab.subprocess, "run", lambda *a, **kw: SimpleNamespace(
         returncode=0, stdout="", stderr=""))
 
-    def docker(*args, check=True):
+    def docker(*args, check=True, host=None):
         if args[0] == "inspect":
-            return SimpleNamespace(stdout=json.dumps([{"State": {
+            return SimpleNamespace(stdout=json.dumps([{"Name": "/clab-tcpauth-primary", "State": {
                 "Running": False, "Pid": 0, "ExitCode": 3}}]), stderr="")
         return SimpleNamespace(stdout="", stderr="run.sh: /work/x/named.conf: not found\n")
 
     monkeypatch.setattr(clab, "_docker", docker)
     with pytest.raises(LabError) as stopped:
-        clab.ClabRuntime().create(rendered, SimpleNamespace(nodes={}), set())
+        clab.ClabRuntime().create(rendered, state, set())
     assert "clab-tcpauth-primary stopped right after" in stopped.value.message
     assert "exit code 3" in stopped.value.message
     assert "named.conf: not found" in stopped.value.detail
