@@ -49,6 +49,7 @@ from dnslab.experiment_spec import (
 )
 from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement
 from dnslab.monitor import Monitors
+from dnslab.multihost import wanted_data_interfaces
 from dnslab.render import LabData
 from dnslab.results import CELLS, RunWriter, cell_dirname
 from dnslab.sysctl import Profile, load_profile
@@ -146,6 +147,8 @@ class RunHosts:
             raise LabError(f"experiment {spec.name} does not run across hosts yet",
                            hint="run it without HOSTS=; across hosts: "
                                 + ", ".join(spec_names_across_hosts()))
+        wanted_data_interfaces(self.inventory, sorted({self.generator_host, self.server_host}),
+                               runtime)  # hosts that mix one with none; clab
         hosts = Hosts(self.inventory)
         try:
             found = {name: hosts.get(name).call("affinity-self",
@@ -321,11 +324,13 @@ class Run:
 
     def record_hosts(self, cell_id: str, state: lab_engine.LabState) -> None:
         """What a lab across hosts ran on: per host what it said of itself (kernel, CPUs,
-        versions, routes and MTU to its peers, clock offset), the VXLAN, and each node's host
-        (meta.json `hosts`, once; the cell's node placement under its `hosts`)."""
+        versions, routes and MTU to its peers, clock offset), the VXLAN, the data path (vxlan,
+        or macvlan on a data interface; its MTU), and each node's host (meta.json `hosts`,
+        once; the cell's node placement under its `hosts`)."""
         if "hosts" not in self.writer.meta:
             self.writer.record("hosts", {"inventory": state.hosts, "facts": state.host_facts,
-                                         "vxlan": state.vxlan})
+                                         "vxlan": state.vxlan,
+                                         "data_path": state.data_path})
         self.writer.record_cell(cell_id, "hosts",
                                 {name: node.host for name, node in state.nodes.items()})
 

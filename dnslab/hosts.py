@@ -12,6 +12,10 @@ hosts:
 vxlan: {port: 4789, mtu: 1450}   # optional; mtu default: the underlay's MTU - 50
 ```
 
+A host may also name `data_interface: <NIC>`, a link that carries the lab's traffic alone;
+when every host of a split lab names one, the lab LAN is macvlans of those interfaces
+instead of the VXLAN (netns runtime; see dnslab.multihost).
+
 Each host is reached through a transport: `local` runs commands here, anything else is an
 OpenSSH target (the user's keys and ssh config; one ControlMaster connection per host, so a
 command costs a round trip, not a handshake). There is no agent of our own: the controller

@@ -8,14 +8,18 @@ of its nodes) and refuses, in one line each and before anything is created, an u
 host, a host without the packages, python, engine or images its nodes need, hosts that
 disagree on the version of a package (or containerlab) they both run, and an underlay MTU
 too small for the lab LAN.
-It then chooses the VXLAN that joins the LAN (VNI from the lab's name, the inventory's UDP
-port, MTU = the smallest underlay MTU - 50 unless the inventory says), copies the lab's
-files to every other host at the same absolute path, and records it all in the lab state
-(and so in every run's meta.json).
+It then chooses the lab LAN's data path: when every host the lab uses names a
+`data_interface`, a macvlan (mode bridge) of that interface per node, so no encapsulation is
+in the measurement (MTU = the smallest of those interfaces'; each must exist, be up and be
+no bridge's port: one line each otherwise, as for hosts that mix the two); else the VXLAN
+(VNI from the lab's name, the inventory's UDP port, MTU = the smallest underlay MTU - 50
+unless the inventory says). It copies the lab's files to every other host at the same
+absolute path, and records it all in the lab state (and so in every run's meta.json).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -202,6 +206,81 @@ def plan_vxlan(state: LabState, inventory: Inventory,
     return plan
 
 
+def data_interfaces(state: LabState, inventory: Inventory) -> dict[str, str]:
+    """host -> its data interface, for the hosts the lab's nodes are placed on
+    (`wanted_data_interfaces`)."""
+    return wanted_data_interfaces(inventory, state.host_names(), state.runtime)
+
+
+def wanted_data_interfaces(inventory: Inventory, used: list[str],
+                           runtime: str) -> dict[str, str]:
+    """host -> its data interface, when every host of `used` names one; {} when none does
+    or one host is all there is; a LabError when some do and some do not (one LAN cannot be
+    half macvlan), or on the clab runtime."""
+    named = {h: inventory.spec(h).data_interface for h in used}
+    with_one = [h for h in used if named[h]]
+    if not with_one or len(used) < 2:
+        return {}
+    without = [h for h in used if not named[h]]
+    if without:
+        raise LabError(f"host {with_one[0]!r} has a data_interface and host {without[0]!r} "
+                       "has none: the lab LAN is macvlan on every host's data interface or "
+                       "VXLAN on every host's underlay, not both",
+                       hint=f"give {without[0]!r} 'data_interface: <its NIC>' in "
+                            f"{inventory.path}, or remove it from every host")
+    if runtime == "clab":
+        raise LabError("the hosts name a data_interface (a macvlan data path), which only "
+                       "the netns runtime builds", hint="RUNTIME=netns, or drop "
+                       f"data_interface from {inventory.path} to use VXLAN")
+    return {h: str(named[h]) for h in used}
+
+
+def check_data_interface(host: Host, interface: str) -> int:
+    """The MTU of a host's data interface; a LabError when it is missing, down, or a
+    bridge's (or bond's) port, which a macvlan cannot share."""
+    where = f"host {host.name!r}'s data_interface {interface!r}"
+    proc = host.run(["ip", "-j", "link", "show", "dev", interface], check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise LabError(f"{where} does not exist there",
+                       hint=f"ip -br link on {host.name} lists its interfaces; fix "
+                            "data_interface in the inventory")
+    link = json.loads(proc.stdout)[0]
+    flags = link.get("flags") or []
+    if "UP" not in flags or "LOWER_UP" not in flags:
+        state = "administratively down" if "UP" not in flags else "without carrier"
+        raise LabError(f"{where} is down ({state})",
+                       hint=f"on {host.name}: ip link set {interface} up, and check its link "
+                            "to the other hosts")
+    if link.get("master"):
+        raise LabError(f"{where} is a port of {link['master']}: a macvlan cannot share it",
+                       hint="a NIC of its own for the lab's data, or drop data_interface to "
+                            "use VXLAN")
+    return int(link["mtu"])
+
+
+def plan_macvlan(state: LabState, interfaces: dict[str, str]) -> dict[str, Any]:
+    """The data path over dedicated interfaces: each node's eth1 a macvlan of its host's
+    data interface, every one with the smallest of their MTUs (a larger one would send
+    frames the other side drops)."""
+    mtus = {h: check_data_interface(state.hosts_handle().get(h), i)
+            for h, i in interfaces.items()}
+    mtu = min(mtus.values())
+    if mtu < MIN_LAN_MTU:
+        host = min(mtus, key=mtus.__getitem__)
+        raise LabError(f"host {host!r}'s data_interface {interfaces[host]!r} has MTU {mtu}, "
+                       f"under the {MIN_LAN_MTU} the lab LAN needs",
+                       hint=f"on {host}: ip link set {interfaces[host]} mtu 1500")
+    names = set(interfaces.values())
+    where = names.pop() if len(names) == 1 else ", ".join(
+        f"{h}:{i}" for h, i in interfaces.items())
+    return {"kind": "macvlan", "mode": "bridge", "description": f"macvlan on {where}",
+            "interfaces": interfaces, "interface_mtus": mtus, "mtu": mtu}
+
+
+def vxlan_data_path(vxlan: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "vxlan", "description": "vxlan", "mtu": vxlan["mtu"]}
+
+
 def files_to_push(rendered: RenderedLab, state: LabState, host: str) -> list[Path]:
     """What a host needs of this machine's files for its nodes: the rendered folders of its
     nodes, the folders of the zones they serve, the lab's log folder, the experiment's extra
@@ -220,6 +299,7 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
             generator_host: str = "", server_host: str = "") -> None:
     """Place the nodes, check the hosts, plan the VXLAN, copy the files (see the module)."""
     place(state, rendered, inventory, generator_host, server_host)
+    interfaces = data_interfaces(state, inventory)
     state.save()  # teardown after a failure below reaches every host from the saved state
     remote = [state.hosts_handle().get(h) for h in state.host_names()]
     remote = [h for h in remote if not h.local]
@@ -230,7 +310,11 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
     facts = check_hosts(state, inventory)
     check_cpu_sets(state, facts)
     state.host_facts = facts
-    state.vxlan = plan_vxlan(state, inventory, facts) if len(state.host_names()) > 1 else {}
+    if interfaces:
+        state.data_path = plan_macvlan(state, interfaces)
+    elif len(state.host_names()) > 1:
+        state.vxlan = plan_vxlan(state, inventory, facts)
+        state.data_path = vxlan_data_path(state.vxlan)
     for host in remote:
         # a node's folder there is this rendering's alone, as here: a zone a secondary
         # transferred in a lab before would be served until it refreshed

@@ -23,9 +23,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from dnslab import cpus, paths
+from dnslab import certificates, cpus, paths
 from dnslab.errors import LabError
 from dnslab.servers import driver, merge_options
+from dnslab.servers.base import DOH_PATH, TLS_CERT, TLS_KEY, TRANSPORT_PORTS
+from dnslab.servers.manifest import ENCRYPTED_TRANSPORTS
 from dnslab.topology import IFACE, LAN, Node, Topology
 
 
@@ -202,6 +204,11 @@ def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node
         "root_servers": root_servers(topology) if topology.by_role("primary") else [],
         "opts": node_options(rendered, node),
         "rndc_secret": base64.b64encode(secrets.token_bytes(32)).decode(),
+        # encrypted listeners (Driver.transport_options): where, and the lab's certificate
+        "ports": TRANSPORT_PORTS,
+        "doh_path": DOH_PATH,
+        "tls_cert": str(rendered.node_dir(node.name) / TLS_CERT),
+        "tls_key": str(rendered.node_dir(node.name) / TLS_KEY),
     }
 
 
@@ -218,6 +225,8 @@ def render(topology: Topology, data: LabData, out: Path | None = None) -> Render
         for sub in ("zones", "db", "xfr"):
             (node_dir / sub).mkdir(parents=True, exist_ok=True)
         context = _node_context(topology, data, rendered, node)
+        if any(context["opts"].get(t) for t in ENCRYPTED_TRANSPORTS):
+            certificates.make(node_dir, str(node.address), node.name)
         rendered_files = {"run.sh": ""}
         try:
             for name, template in driver(node.server).templates().items():

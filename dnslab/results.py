@@ -18,7 +18,8 @@ no other module opens a meta.json or cell.json (tests/unit/test_results_access.p
                     from its running daemon}}}, and, for load experiments, placement
                     {generator_cpus, server_cpus, shared, host_cpus}; optional: warnings
                     [what the procedure told the user while it ran, shown in the report];
-                    across machines: hosts {inventory, facts, vxlan}, placement's
+                    across machines: hosts {inventory, facts, vxlan, data_path {kind: vxlan|
+                    macvlan, description, mtu}}, placement's
                     generator_host/server_host and each cell's hosts {node: host}
       cells/<dir>/cell.json   schema_version, cell_id, params, figures, status
       cells/<dir>/...         the procedure's raw data: monitor/<node>.csv, monitor/cores.csv

@@ -26,6 +26,8 @@ if [[ "${1:-}" != "--venv" ]]; then
 fi
 APT_PACKAGES=("${SERVER_PACKAGES[@]}"
               iproute2 procps iptables python3-venv
+              # the nodes' TLS certificates (DoT, DoH listeners: dnslab/certificates.py)
+              openssl
               # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
               libnetfilter-queue-dev gcc util-linux)
 

@@ -49,6 +49,9 @@ def up(lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB", help="t
         if handle.state.vxlan:
             vx = handle.state.vxlan
             where += f"; LAN over VXLAN {vx['vni']}, UDP port {vx['port']}, MTU {vx['mtu']}"
+        elif handle.state.data_path:
+            path = handle.state.data_path
+            where += f"; LAN over {path['description']}, MTU {path['mtu']}"
     console.print(f"lab [bold]{handle.name}[/] is up on the {handle.runtime.name} runtime "
                   f"({len(handle.state.nodes)} nodes, healthy in {elapsed:.1f} s){where}")
     _print_status(lab_engine.status(handle.name))

@@ -58,6 +58,8 @@ class LabState:
     # said of itself (kernel, cores, versions, clock offset); empty on one machine
     hosts: dict = field(default_factory=dict)
     vxlan: dict = field(default_factory=dict)
+    # how its LAN crosses hosts: {kind: vxlan|macvlan, description, mtu, ...}; empty on one
+    data_path: dict = field(default_factory=dict)
     host_facts: dict = field(default_factory=dict)
     # the hosts something of the lab was put on: teardown has work there, and only there
     hosts_touched: list[str] = field(default_factory=list)

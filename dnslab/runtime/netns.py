@@ -180,6 +180,19 @@ class NetnsRuntime(Runtime):
                later: set[str] = frozenset()) -> None:
         topo = rendered.topology
         self.prepare_nodes(topo, [n for n in topo.nodes if n not in hold], state)
+        if state.data_path.get("kind") == "macvlan":
+            self._create_macvlan_lan(rendered, state)
+        else:
+            self._create_bridged_lan(rendered, state)
+        apply_sysctls(rendered, state)
+        state.save()
+        for node in topo.nodes.values():
+            if driver(node.server).runs_daemon and node.name not in hold | later:
+                self.start_node(state, node.name)
+
+    def _create_bridged_lan(self, rendered: RenderedLab, state: LabState) -> None:
+        """Each node's eth1 a veth into the lab bridge (its host's, joined by the VXLAN)."""
+        topo = rendered.topology
         mtu = state.vxlan.get("mtu")
         bridge = topo.bridge[:15]
         bridge_ns = namespace(topo.name, topo.bridge)
@@ -201,15 +214,24 @@ class NetnsRuntime(Runtime):
                     "name", port, "netns", bridge_ns, *link_mtu)
             host.ip("-n", bridge_ns, "link", "set", port, "master", bridge)
             host.ip("-n", bridge_ns, "link", "set", port, "up")
-            host.ip("-n", ns, "link", "set", "lo", "up")
-            host.ip("-n", ns, "addr", "add", node.cidr, "dev", "eth1")
-            host.ip("-n", ns, "link", "set", "eth1", "up")
+            _address_node(host, ns, node.cidr)
             state.nodes[node.name].netns = netns_path(ns)
-        apply_sysctls(rendered, state)
-        state.save()
-        for node in topo.nodes.values():
-            if driver(node.server).runs_daemon and node.name not in hold | later:
-                self.start_node(state, node.name)
+
+    def _create_macvlan_lan(self, rendered: RenderedLab, state: LabState) -> None:
+        """Each node's eth1 a macvlan (mode bridge) of its host's data interface, created
+        straight into the node's namespace: nodes on one host reach each other through the
+        macvlan's bridge mode, nodes on others over the data interface's own link; no lab
+        bridge, no encapsulation. The macvlans go with the namespaces at teardown."""
+        path = state.data_path
+        for node in rendered.topology.nodes.values():
+            host = state.host(node.name)
+            ns = namespace(rendered.topology.name, node.name)
+            host.ip("netns", "add", ns)
+            host.ip("link", "add", "link", path["interfaces"][state.nodes[node.name].host],
+                    "name", "eth1", "netns", ns, "mtu", str(path["mtu"]), "type", "macvlan",
+                    "mode", path["mode"])
+            _address_node(host, ns, node.cidr)
+            state.nodes[node.name].netns = netns_path(ns)
 
     def start_node(self, state: LabState, node: str) -> None:
         info = state.nodes[node]
@@ -271,6 +293,12 @@ class NetnsRuntime(Runtime):
                                  saved_file=str(host_sysctl_file(lab)))
             removed += [f"host sysctl {k} restored to {v}{where}" for k, v in restored.items()]
         return removed
+
+
+def _address_node(host: Host, ns: str, cidr: str) -> None:
+    host.ip("-n", ns, "link", "set", "lo", "up")
+    host.ip("-n", ns, "addr", "add", cidr, "dev", "eth1")
+    host.ip("-n", ns, "link", "set", "eth1", "up")
 
 
 def _add_vxlan(host: Host, host_name: str, state: LabState, bridge_ns: str,

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dnslab.errors import LabError
-from dnslab.servers.manifest import Manifest, kinds_for_role, manifest, xot_kinds
+from dnslab.servers.manifest import (
+    ENCRYPTED_TRANSPORTS,
+    Manifest,
+    kinds_for_role,
+    kinds_serving,
+    manifest,
+    xot_kinds,
+)
 
 # A daemon's own timestamps on the log lines that open and close an AXFR (BIND -g:
 # "23-Nov-2026 15:18:06.991", Knot: ISO 8601, NSD: "[2026-11-23 15:18:06.991]").
@@ -40,6 +47,15 @@ _LOG_TIME_FORMATS = ("%d-%b-%Y %H:%M:%S.%f", "%d-%b-%Y %H:%M:%S", "%Y-%m-%dT%H:%
 STATE_DIRS = ("zones", "db", "xfr")
 
 LogEvents = tuple[tuple[str, re.Pattern[str]], ...]
+
+# where every kind serves each transport (the templates read them; generators and probes
+# connect to them): DNS over TLS on 853 (RFC 7858), DNS over HTTPS on 443 at /dns-query
+TRANSPORTS = ("udp", "tcp", *ENCRYPTED_TRANSPORTS)
+TRANSPORT_PORTS = {"udp": 53, "tcp": 53, "dot": 853, "doh": 443}
+DOH_PATH = "/dns-query"
+# the lab's certificate and key of a node with an encrypted listener, in its node folder
+# (dnslab.certificates makes them when the lab is rendered)
+TLS_CERT, TLS_KEY = "tls.crt", "tls.key"
 
 
 def log_time(text: str) -> dt.datetime | None:
@@ -155,6 +171,11 @@ class Driver:
         return self.manifest.xot
 
     @property
+    def encrypted_transports(self) -> tuple[str, ...]:
+        """The encrypted transports (dot, doh) its packaged version serves to clients."""
+        return self.manifest.encrypted_transports
+
+    @property
     def health_query(self) -> str | None:
         """The record type of the query whose answer shows a node works (None: no daemon)."""
         return self.manifest.health_query
@@ -232,6 +253,24 @@ class Driver:
     def _not_for(self, what: str) -> LabError:
         return LabError(f"the lab has no {what} settings for {self.kind}",
                         hint=f"add them to its driver (dnslab/servers/{self.kind}.py)")
+
+    def transport_options(self, transports: list[str] | tuple[str, ...]) -> dict[str, Any]:
+        """Listeners for `transports` beside UDP and TCP on 53, which every kind serves: DoT on
+        853, DoH on 443 at DOH_PATH (TRANSPORT_PORTS), with the certificate the lab makes
+        for the node (`tls.crt`, `tls.key` in its folder). A transport its packaged version
+        does not serve (its manifest's `encrypted_transports`) is a LabError naming the
+        kinds that do."""
+        unknown = [t for t in transports if t not in TRANSPORTS]
+        if unknown:
+            raise LabError(f"unknown transport(s) {', '.join(unknown)}",
+                           hint="transports: " + ", ".join(TRANSPORTS))
+        missing = [t for t in transports if t in ENCRYPTED_TRANSPORTS
+                   and t not in self.encrypted_transports]
+        if missing:
+            raise LabError(f"the packaged {self.kind} does not serve {', '.join(missing)} "
+                           "(its manifest says why)",
+                           hint="; ".join(f"{t}: {', '.join(kinds_serving(t))}" for t in missing))
+        return {t: True for t in transports if t in ENCRYPTED_TRANSPORTS}
 
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """A resolver's tuned settings for `cores` cores (seed 003), `extra` over them."""

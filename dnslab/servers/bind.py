@@ -36,7 +36,9 @@ class Bind(Driver):
         return {"max-udp-size": payload, "edns-udp-size": payload}
 
     def client_room_options(self, clients: int) -> dict[str, Any]:
-        return {"tcp-clients": max(150, 4 * clients)}
+        # tcp-clients holds TCP and DoT connections, http-listener-clients DoH's (default 300)
+        return {"tcp-clients": max(150, 4 * clients),
+                "http-listener-clients": max(300, 4 * clients)}
 
     def _rndc(self, node_dir: Path, *args: str) -> list[str]:
         return ["rndc", "-c", str(node_dir / "rndc.conf"), *args]

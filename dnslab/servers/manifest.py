@@ -3,8 +3,9 @@
 A manifest holds everything about a kind that is not behaviour: its roles, the Debian
 packages the host needs (and the systemd unit to keep from starting), its daemon binary and
 the other commands and files it needs, its configuration files, whether it transfers over
-TLS, its health query and version command, and its image (name, main package, pinned
-version, Debian suite, the packages it pins and adds, its command). Its driver
+TLS, which encrypted transports it serves (DoT, DoH), its health query and version command,
+and its image (name, main package, pinned version, Debian suite, the packages it pins and
+adds, its command). Its driver
 (`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant (`variant_of: bind`,
 e.g. bind916) has a manifest and no driver.
 
@@ -26,6 +27,9 @@ import yaml
 MANIFESTS = Path(__file__).resolve().parent
 IMAGE_REPOSITORY = "dnslab"
 DEFAULT_SUITE = "bookworm"
+# what a kind may list under `encrypted_transports` (UDP and TCP on 53 every kind serves):
+# DNS over TLS (RFC 7858) and DNS over HTTPS (RFC 8484)
+ENCRYPTED_TRANSPORTS = ("dot", "doh")
 
 
 class ManifestError(ValueError):
@@ -83,6 +87,9 @@ class Manifest:
     systemd_unit: str | None = None
     config_files: tuple[str, ...] = ()
     xot: bool = False
+    # the encrypted transports its packaged version serves to clients (ENCRYPTED_TRANSPORTS;
+    # the manifest says why where one is missing)
+    encrypted_transports: tuple[str, ...] = ()
     health_query: str | None = None
     # the kind's own configuration checker, run on a rendered node folder: argv with
     # `{node_dir}` in place of the folder (tests/unit/test_server_configs.py runs it on
@@ -96,6 +103,7 @@ class Manifest:
 
 
 _TUPLE_FIELDS = {"version_command", "config_check", "host_packages", "config_files", "packages",
+                 "encrypted_transports",
                  "extra_packages", "recorded_packages", "dpkg_path_excludes", "command"}
 
 
@@ -121,6 +129,10 @@ def _read(path: Path) -> Manifest:
         raise ManifestError(f"{path}: {exc}") from None
     if manifest.kind != path.stem:
         raise ManifestError(f"{path}: kind {manifest.kind!r} differs from the file name")
+    unknown = sorted(set(manifest.encrypted_transports) - set(ENCRYPTED_TRANSPORTS))
+    if unknown:
+        raise ManifestError(f"{path}: unknown encrypted transport(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(ENCRYPTED_TRANSPORTS)})")
     return manifest
 
 
@@ -152,6 +164,13 @@ def kinds_for_role(role: str) -> list[str]:
 def xot_kinds() -> list[str]:
     """The server kinds that transfer zones over TLS (XoT), sorted by name."""
     return [k for k in server_kinds() if manifests()[k].xot]
+
+
+def kinds_serving(transport: str) -> list[str]:
+    """The server kinds whose packaged version serves `transport` (udp, tcp: every kind with
+    a daemon; dot, doh: those whose manifest lists it), sorted by name."""
+    return [k for k in server_kinds() if manifests()[k].binary and
+            (transport in ("udp", "tcp") or transport in manifests()[k].encrypted_transports)]
 
 
 def pinned_packages(kind: str) -> list[str]:

@@ -43,6 +43,11 @@ class Unbound(Driver):
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"server": {"num-threads": count}}
 
+    def client_room_options(self, clients: int) -> dict[str, Any]:
+        # incoming-num-tcp: connections per thread (TCP, DoT and DoH alike; default 10), each
+        # with a 64 KB buffer
+        return {"server": {"incoming-num-tcp": max(10, 2 * clients)}}
+
     def no_rate_limit_options(self) -> dict[str, Any]:
         # Unbound's defaults (0: unlimited), written out so that the config says so
         return {"server": {"ratelimit": 0, "ip-ratelimit": 0}}

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.derived import stair
+from analysis.derived import other_load, stair
 from analysis.rundata import Cell
 from dnslab import cpus
 from dnslab.errors import LabError
+from dnslab.thresholds import QUIET_OTHER_LOAD_PCT
 
 SEED_CPU_PCT = 17.0  # the seed's BIND at its 18,000 qps burst ("CPU 17 %, memory 6 %")
 CPU_BOUND_PCT = 90.0  # a server this busy at its capacity ran out of CPU
@@ -108,18 +109,30 @@ def capacity_row(cell: Cell, rate: float) -> pd.Series | None:
     return stair(cell).at(rate)
 
 
+# the server's cores busier than its own processes by more than this many points: something
+# else ran there (a shared machine), not the server's softirq work
+FOREIGN_GAP_PCT = 40.0
+
+
 def server_cpu(cell: Cell, rate: float) -> float | None:
     """The server's CPU at a load, as a share of the cores it had (busy % of its cores from
     `monitor/cores.csv`, softirq included; else its processes' CPU over its cores); None
-    when the run did not record it."""
+    when the run did not record it. On a machine not known to be quiet, cores busier than
+    the server's processes by more than FOREIGN_GAP_PCT points were busy with other work
+    (run ec10: 98 % busy at 133 qps, BIND 9.16's own CPU 8.7 %): its processes' CPU then."""
     row = capacity_row(cell, rate)
     if row is None:
         return None
     busy = _number(row, "server_cores_busy_pct")
-    if busy is not None:
-        return busy
     process = _number(row, "server_cpu_pct")
-    return None if process is None else process / _cores(cell, row)
+    own = None if process is None else process / _cores(cell, row)
+    if busy is None:
+        return own
+    load = other_load(cell)
+    quiet = load is not None and load.mean_pct <= QUIET_OTHER_LOAD_PCT
+    if own is not None and busy - own > FOREIGN_GAP_PCT and not quiet:
+        return own
+    return busy
 
 
 def symptoms(row: pd.Series) -> dict[str, int] | None:

@@ -27,8 +27,8 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
                syn_retrans: dict[float, int] | None = None,
                stop: float | None = None, first: tuple[float, ...] = (),
                p99_ms: dict[float, float] | None = None, cpu: float | None = 40.0,
-               fail_drops: int = 0, rcvbuf: dict[float, int] | None = None
-               ) -> list[list[Any]]:
+               fail_drops: int = 0, rcvbuf: dict[float, int] | None = None,
+               foreign: float = 0.0) -> list[list[Any]]:
     """A stair from `start` in `step`s that passes up to `capacity` and ends after two
     failing steps (or at `stop`); worst TAT grows towards 1 s at the capacity, p99 is a third
     of it unless `p99_ms` gives it. `first`: rates run before it, in that order (a coarse
@@ -36,7 +36,8 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
     rate). `cpu`: the server's cores' busy % at the capacity (in proportion to the rate below
     it, at the capacity's above; None: not recorded); `fail_drops`: SYNs dropped at LISTEN
     (and listen-queue overflows) in each failing step, `rcvbuf`: UDP receive-buffer errors
-    per rate."""
+    per rate; `foreign`: points of the server's cores other processes kept busy (a shared
+    machine: the cores' busy % is then more than the server's own CPU)."""
     rows = []
 
     def step_row(rate: float) -> bool:
@@ -51,7 +52,8 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
                      (rcvbuf or {}).get(rate, 0), 0, drops,
                      (syn_retrans or {}).get(rate, 0), 0,
                      "" if busy is None else round(busy, 1),
-                     "" if busy is None else round(busy, 1), "" if cpu is None else "0"])
+                     "" if busy is None else round(min(busy + foreign, 100.0), 1),
+                     "" if cpu is None else "0"])
         return passed
 
     for rate in first:
@@ -83,10 +85,11 @@ def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
         figs.update({"burst_qps": capacity, "burst_passed": burst,
                      "burst_max_ms": 400.0 if burst else 3500.0})
         busy = "" if cpu is None else cpu
+        cores_busy = "" if cpu is None else min(cpu + stair.get("foreign", 0.0), 100.0)
         files["burst.csv"] = (STAIR_COLUMNS, [[
             1, capacity, capacity, capacity * (1 if burst else 0.97), int(burst),
             400.0 if burst else 3500.0, 120.0, stair.get("tcp_share", 0.23), burst_drops,
-            "" if burst else "max TAT", 0, 0, burst_drops, 0, 0, busy, busy,
+            "" if burst else "max TAT", 0, 0, burst_drops, 0, 0, busy, cores_busy,
             "" if cpu is None else "0"]])
     if function is not None:
         changes, synced, passed = function

@@ -107,8 +107,9 @@ def _against_default(run: Run, cells: list[Cell], what: str, min_trials: int,
     load = _top_load(base)
     n_b = int((base["load_pct"] == load).sum())
     n_o = int((other["load_pct"] == load).sum())
-    require(min(n_b, n_o) >= min_trials, f"{n_o}/{n_b} trials at {load:.0f} % load",
-            f"TRIALS>={min_trials} (SCALE=full runs 20)")
+    require(min(n_b, n_o) >= min_trials,
+            f"{min(n_b, n_o)} trials per profile at {load:.0f} % load (the statistics need "
+            f">= {min_trials})", f"TRIALS>={min_trials} (SCALE=full runs 20)")
     if key is not None:
         for cell in base_cells:
             require(_server_value(run, cell, key) not in ("1", None),

@@ -5,7 +5,8 @@ load generator for F1's stairs (argv for one step, its JSON totals parsed into a
 `StepMeasure`, what any generator measured over one step); `DnsloadRunner` runs it in a lab
 node and keeps its own CPU time;
 `serving()` runs `dnsload serve`, the canned responder the generator ceilings are measured
-against, in a node for the length of a block.
+against, in a node for the length of a block. `stream_argv` / `parse_stream` are `dnsload
+stream`'s command line and totals: queries over persistent TCP, DoT or DoH connections.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dnslab import paths
 from dnslab.errors import LabError
@@ -226,3 +228,45 @@ class DnsloadRunner:
         if self.cpu_s is None or not self.wall_s:
             return None
         return round(100 * self.cpu_s / self.wall_s, 1)
+
+
+# --- dnsload stream: queries over persistent TCP, DoT and DoH connections -------------------
+
+STREAM_TRANSPORTS = ("tcp", "dot", "doh")
+
+
+def stream_argv(server: str, transport: str, query_file: Path, *, connections: int,
+                outstanding: int, duration_s: float, timeout_s: float,
+                rate: float | None = None, doh_method: str = "GET",
+                doh_path: str = "/dns-query", per_query: bool = False) -> list[str]:
+    """`dnsload stream` against `server` (IP:PORT): `connections` kept open, `outstanding`
+    queries in flight over them, closed loop or paced at `rate`; with `per_query` a new
+    connection per query instead (`outstanding` of them at a time; TCP, DoT)."""
+    if transport not in STREAM_TRANSPORTS:
+        raise LabError(f"dnsload stream speaks {', '.join(STREAM_TRANSPORTS)}, not {transport}",
+                       hint="dnsperf for UDP")
+    argv = [str(ensure_dnsload()), "stream", "-s", server, "-m", transport, "-d",
+            str(query_file), "-c", str(connections), "-q", str(max(outstanding, connections)),
+            "-l", f"{duration_s:g}", "-t", f"{timeout_s:g}"]
+    if rate:
+        argv += ["-Q", f"{rate:g}"]
+    if transport == "doh":
+        argv += ["-doh-method", doh_method, "-doh-path", doh_path]
+    if per_query:
+        argv.append("-per-query")
+    return argv
+
+
+def parse_stream(stdout: str) -> dict[str, Any]:
+    """The `total` line of a `dnsload stream` run; a LabError without one."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{") and '"total"' in line:
+            try:
+                found = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if found.get("type") == "total":
+                return found
+    last = (stdout.strip().splitlines() or ["no output"])[-1]
+    raise LabError(f"dnsload stream printed no totals: {last}",
+                   hint="run the command of the cell's raw output file by hand")

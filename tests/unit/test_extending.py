@@ -26,7 +26,8 @@ KIND_FILES = (f"dnslab/servers/{KIND}.yaml", f"dnslab/servers/{KIND}.py",
               f"topologies/templates/{KIND}/")
 # the tests that hold findings and kinds: every one parametrized over them or scanning them
 WHOLE_FILES = ["tests/unit/test_findings.py", "tests/unit/test_experiment_params.py",
-               "tests/unit/test_architecture_doc.py", "tests/unit/test_campaign.py",
+               "tests/unit/test_architecture_doc.py", "tests/unit/test_readme_tables.py",
+               "tests/unit/test_campaign.py",
                "tests/unit/test_thresholds.py", "tests/unit/test_import_graph.py",
                "tests/unit/test_manifests.py", "tests/unit/test_servers.py",
                "tests/unit/test_server_configs.py",
@@ -64,6 +65,18 @@ def add_rows(doc: Path) -> None:
     doc.write_text(text)
 
 
+def add_readme_rows(readme: Path) -> None:
+    """README.md: the finding's row in its findings table, its experiment's in the
+    experiments table."""
+    text = readme.read_text()
+    row = f"| F99 throwaway echo | made up | [`{FINDING_DIR}`]({FINDING_DIR}/NOTES.md) |"
+    text = re.sub(r"(\| F\d+ [^\n]*NOTES\.md\) \|\n)(?!\| F)", rf"\1{row}\n", text,
+                  count=1)
+    text = re.sub(r"(\| `[\w-]+` \| F\d+ \|[^\n]*\n)(?!\| `)",
+                  r"\1| `throwaway-echo` | F99 | echo latency |\n", text, count=1)
+    readme.write_text(text)
+
+
 def add_step(plan: Path) -> None:
     """experiments/campaign.yaml: the throwaway's experiment as a step."""
     plan.write_text(plan.read_text().rstrip("\n")
@@ -71,7 +84,8 @@ def add_step(plan: Path) -> None:
 
 
 OUTSIDE_EDITS: dict[str, Callable[[Path], None]] = {
-    "docs/architecture.md": add_rows, "experiments/campaign.yaml": add_step}
+    "docs/architecture.md": add_rows, "experiments/campaign.yaml": add_step,
+    "README.md": add_readme_rows}
 
 
 def copy_repository(target: Path) -> None:

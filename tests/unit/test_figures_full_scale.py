@@ -81,3 +81,25 @@ def test_labels_state_the_range_each_cell_ran_with(drawn) -> None:
         assert sum(t.startswith(f"{profile}, ") and f"{ports:,} ports" in t
                    for t in titles) == 2, titles
     assert not any("60900" in t or "100 ports" in t and "wide" in t for t in titles)
+
+
+def test_a_stair_capacity_whose_burst_failed_is_hatched_and_said(tmp_path: Path) -> None:
+    """Run ec10 (2026-11-26): every capacity failed its 600 s burst, and the bars read as
+    capacities (133 -> 550 qps); now each says "burst failed" and is hatched."""
+    import matplotlib.pyplot as plt
+
+    from analysis.rundata import load_run
+    from experiments.f1_tcp_fallback import fixtures as f1_fixtures
+    from experiments.f1_tcp_fallback.plots import capacity
+
+    run = load_run(f1_fixtures.fallback_run(tmp_path, [
+        f1_fixtures.fallback_cell("bind916", "before", "untuned", 8000, burst=False),
+        f1_fixtures.fallback_cell("bind916", "after", "untuned", 4000, burst=True)]))
+    fig, ax = plt.subplots()
+    capacity(run, ax, [])
+    hatches = [bar.get_hatch() for bar in ax.containers[0]]
+    labels = [text.get_text() for text in ax.texts]
+    plt.close(fig)
+    assert hatches == ["//", None]
+    assert labels == ["8,000\nburst failed", "4,000"]
+    assert any("failed its 600 s burst" in t.get_text() for t in ax.get_legend().get_texts())

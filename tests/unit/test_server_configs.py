@@ -1,6 +1,7 @@
 """Benchmark-grade server configs, for every server kind its manifest lists: the rendered
 configuration passes the kind's own checker (the manifest's `config_check`) in every role the
-kind takes and in every lab of topologies/, with the options experiments pass; one worker per
+kind takes and in every lab of topologies/, with the options experiments pass (the encrypted
+listeners its manifest lists included, with the certificate the lab makes); one worker per
 core the node is given (its cpu-set, or every CPU), by hand as by experiment; no rate
 limiting. Parametrized over `servers.kinds()`: a new kind gets these tests by adding its
 manifest, driver and templates."""
@@ -15,8 +16,10 @@ import pytest
 import yaml
 
 from dnslab import cpus, render, servers, topology
+from dnslab.errors import LabError
 from dnslab.servers import driver, merge_options
-from dnslab.servers.manifest import kinds_for_role
+from dnslab.servers.base import TLS_CERT, TLS_KEY, TRANSPORT_PORTS
+from dnslab.servers.manifest import ENCRYPTED_TRANSPORTS, kinds_for_role, kinds_serving
 from tests.conftest import need_binary
 
 KINDS = servers.kinds()
@@ -36,12 +39,13 @@ def experiment_options(kind: str, role: str) -> dict[str, Any]:
     drv = driver(kind)
     options: dict[str, Any] = {}
     for extra in (drv.payload_options(1232), drv.client_room_options(50),
-                  drv.transfer_out_options(10), drv.worker_options(2)):
+                  drv.transfer_out_options(10), drv.worker_options(2),
+                  drv.transport_options(["udp", "tcp", *drv.encrypted_transports])):
         options = merge_options(options, extra)
     if role == "resolver":
         options = merge_options(options, drv.resolver_options(2, {}))
     if role == "frontend":
-        options = merge_options(options, drv.listener_options([0, 1]))
+        options = merge_options(options, {**drv.listener_options([0, 1]), "packet_cache": 1000})
     return options
 
 
@@ -205,3 +209,34 @@ def test_query_logging_is_off_where_a_kind_can_log_queries(every_lab):
     assert "log-queries: no" in unbound and "log-replies: no" in unbound
     pdns = (every_lab["xfr"].node_dir("sec-pdns") / "pdns.conf").read_text()
     assert "log-dns-queries=no" in pdns
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_encrypted_listeners_are_the_manifests(kind, tmp_path):
+    """A kind serves the encrypted transports its manifest lists, on their ports, with a
+    certificate the lab made for the node; one it does not list is refused in one line that
+    names the kinds that serve it. By hand (no transport asked) no certificate is made."""
+    drv = driver(kind)
+    if not drv.runs_daemon:
+        return
+    role = sorted(drv.roles)[0]
+    for transport in ENCRYPTED_TRANSPORTS:
+        if transport in drv.encrypted_transports:
+            continue
+        with pytest.raises(LabError) as refused:
+            drv.transport_options([transport])
+        assert ", ".join(kinds_serving(transport)) in (refused.value.hint or "")
+    if not drv.encrypted_transports:
+        return
+    by_hand = render_one(tmp_path / "hand", kind, role)
+    assert not (by_hand.node_dir("under-test") / TLS_CERT).exists()
+    rendered = render_one(tmp_path / "tls", kind, role,
+                          options=drv.transport_options(list(drv.encrypted_transports)))
+    folder = rendered.node_dir("under-test")
+    cert, key = folder / TLS_CERT, folder / TLS_KEY
+    assert "BEGIN CERTIFICATE" in cert.read_text() and key.stat().st_mode & 0o077 == 0
+    text = node_files(rendered, "under-test")
+    assert str(cert) in text and str(key) in text
+    for transport in drv.encrypted_transports:
+        assert str(TRANSPORT_PORTS[transport]) in text, (kind, transport)
+    run_checker(kind, folder)

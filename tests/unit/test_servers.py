@@ -148,7 +148,9 @@ def test_option_translation_per_kind():
     assert driver("nsd").payload_options(1232) == {"server": {"ipv4-edns-size": 1232}}
     assert driver("nsd").client_room_options(50) == {
         "server": {"rrl-ratelimit": 0, "rrl-whitelist-ratelimit": 0}, "tcp-count": 200}
-    assert driver("bind").client_room_options(10) == {"tcp-clients": 150}
+    assert driver("bind").client_room_options(10) == {"tcp-clients": 150,
+                                                      "http-listener-clients": 300}
+    assert driver("unbound").client_room_options(100) == {"server": {"incoming-num-tcp": 200}}
     assert driver("knot").client_room_options(10) == {}
     assert merge_options({"server": {"a": 1}, "b": 2}, {"server": {"c": 3}, "b": 4}) == {
         "server": {"a": 1, "c": 3}, "b": 4}

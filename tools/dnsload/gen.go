@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -186,22 +184,13 @@ func questionEnd(b []byte) int {
 func runMain(args []string) error {
 	cfg, err := parseRunFlags(args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	g, err := newGenerator(cfg)
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(os.Stdout)
-	emit := func(v any) {
-		b, _ := json.Marshal(v)
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
-	}
+	emit := jsonLines(os.Stdout)
 	emit(map[string]any{
 		"type": "start", "tool": "dnsload", "server": cfg.server, "queries": len(g.queries),
 		"rate": cfg.rate, "duration_s": cfg.duration, "max_outstanding": cfg.maxOutstanding,

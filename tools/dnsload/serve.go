@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -24,6 +23,8 @@ import (
 // The calibration responder: every query gets a canned answer (an A or AAAA record for those
 // types, NODATA for any other), a given fraction of UDP answers are truncated (TC=1, empty),
 // and TCP answers can be padded with TXT records to the size of the seed's NAPTR answer.
+// With -dot and -doh it answers over TLS and HTTPS too (encrypted.go), so a generator's
+// ceiling can be measured per transport against a responder that costs next to nothing.
 
 type serveConfig struct {
 	addr       string
@@ -32,6 +33,13 @@ type serveConfig struct {
 	tcpSize    int
 	udpSockets int
 	tcp        bool
+	dot        bool
+	dotPort    int
+	doh        bool
+	dohPort    int
+	dohPath    string
+	certFile   string
+	keyFile    string
 }
 
 type serveStats struct {
@@ -47,6 +55,13 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.tcpSize, "tcp-size", 0, "pad TCP answers with TXT records to about this many bytes")
 	fs.IntVar(&c.udpSockets, "c", runtime.GOMAXPROCS(0), "UDP sockets (SO_REUSEPORT), one goroutine each")
 	fs.BoolVar(&c.tcp, "tcp", true, "also serve TCP")
+	fs.BoolVar(&c.dot, "dot", false, "also serve DNS over TLS (RFC 7858) on -dot-port")
+	fs.IntVar(&c.dotPort, "dot-port", 853, "DNS over TLS port (same address)")
+	fs.BoolVar(&c.doh, "doh", false, "also serve DNS over HTTPS (RFC 8484, HTTP/2 GET and POST) on -doh-port")
+	fs.IntVar(&c.dohPort, "doh-port", 443, "DNS over HTTPS port (same address)")
+	fs.StringVar(&c.dohPath, "doh-path", "/dns-query", "DNS over HTTPS path")
+	fs.StringVar(&c.certFile, "cert", "", "PEM certificate for -dot/-doh (default: an ephemeral self-signed ECDSA P-256 one)")
+	fs.StringVar(&c.keyFile, "key", "", "PEM private key of -cert")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -59,6 +74,14 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 		return nil, errors.New("-tcp-size must be in [0, 65000]")
 	case c.udpSockets < 1 || c.udpSockets > 64:
 		return nil, errors.New("-c must be in [1, 64]")
+	case c.dotPort < 1 || c.dotPort > 65535 || c.dohPort < 1 || c.dohPort > 65535:
+		return nil, errors.New("-dot-port and -doh-port must be in [1, 65535]")
+	case c.dot && c.doh && c.dotPort == c.dohPort:
+		return nil, errors.New("-dot-port and -doh-port must differ")
+	case c.dohPath == "" || c.dohPath[0] != '/':
+		return nil, errors.New("-doh-path must start with /")
+	case (c.certFile == "") != (c.keyFile == ""):
+		return nil, errors.New("-cert and -key go together")
 	}
 	return c, nil
 }
@@ -77,9 +100,6 @@ func reusePort(network, address string, rc syscall.RawConn) error {
 func serveMain(args []string) error {
 	cfg, err := parseServeFlags(args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	ap, err := checkTarget(cfg.addr)
@@ -106,15 +126,37 @@ func serveMain(args []string) error {
 			return fmt.Errorf("cannot listen on tcp %s: %v", ap, err)
 		}
 	}
-	out := bufio.NewWriter(os.Stdout)
-	emit := func(v any) {
-		b, _ := json.Marshal(v)
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
+	var dotListener, dohListener net.Listener
+	enc := &encryptedStats{}
+	certSource := ""
+	if cfg.dot || cfg.doh {
+		cert, source, err := serverCertificate(cfg.certFile, cfg.keyFile, ap.Addr())
+		if err != nil {
+			return err
+		}
+		certSource = source
+		if cfg.dot {
+			at := netip.AddrPortFrom(ap.Addr(), uint16(cfg.dotPort)).String()
+			plain, err := lc.Listen(ctx, "tcp", at)
+			if err != nil {
+				return fmt.Errorf("cannot listen on tcp %s (DoT): %v", at, err)
+			}
+			dotListener = tls.NewListener(plain, serverTLS(cert, enc))
+		}
+		if cfg.doh {
+			at := netip.AddrPortFrom(ap.Addr(), uint16(cfg.dohPort)).String()
+			plain, err := lc.Listen(ctx, "tcp", at)
+			if err != nil {
+				return fmt.Errorf("cannot listen on tcp %s (DoH): %v", at, err)
+			}
+			dohListener = tls.NewListener(plain, serverTLS(cert, enc, "h2"))
+		}
 	}
+	emit := jsonLines(os.Stdout)
 	emit(map[string]any{"type": "serve_ready", "addr": ap.String(), "tc_fraction": cfg.tcFraction,
-		"tcp_size": cfg.tcpSize, "udp_sockets": cfg.udpSockets, "tcp": cfg.tcp})
+		"tcp_size": cfg.tcpSize, "udp_sockets": cfg.udpSockets, "tcp": cfg.tcp,
+		"dot": cfg.dot, "dot_port": cfg.dotPort, "doh": cfg.doh, "doh_port": cfg.dohPort,
+		"doh_path": cfg.dohPath, "certificate": certSource})
 
 	var st serveStats
 	var wg sync.WaitGroup
@@ -125,26 +167,17 @@ func serveMain(args []string) error {
 	var conns sync.Map
 	if tl != nil {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c, err := tl.Accept()
-				if err != nil {
-					if errors.Is(err, net.ErrClosed) {
-						return
-					}
-					continue
-				}
-				st.tcpConns.Add(1)
-				conns.Store(c, true)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer conns.Delete(c)
-					serveTCPConn(c, cfg, &st)
-				}()
-			}
-		}()
+		go acceptLoop(tl, &st.tcpConns, &conns, &wg, func(c net.Conn) { serveTCPConn(c, cfg, &st) })
+	}
+	if dotListener != nil {
+		wg.Add(1)
+		go acceptLoop(dotListener, &enc.dotConns, &conns, &wg,
+			func(c net.Conn) { serveTLS(c, false, cfg, &st, enc) })
+	}
+	if dohListener != nil {
+		wg.Add(1)
+		go acceptLoop(dohListener, &enc.dohConns, &conns, &wg,
+			func(c net.Conn) { serveTLS(c, true, cfg, &st, enc) })
 	}
 	// until -l ends, or until stopped (SIGTERM, Ctrl-C): either way the totals are printed
 	stopped, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
@@ -159,11 +192,21 @@ func serveMain(args []string) error {
 	if tl != nil {
 		tl.Close()
 	}
+	if dotListener != nil {
+		dotListener.Close()
+	}
+	if dohListener != nil {
+		dohListener.Close()
+	}
 	conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
 	wg.Wait()
 	emit(map[string]any{"type": "serve_total", "udp_queries": st.udpQueries.Load(),
 		"udp_truncated": st.udpTruncated.Load(), "tcp_queries": st.tcpQueries.Load(),
-		"tcp_conns": st.tcpConns.Load(), "dropped": st.dropped.Load()})
+		"tcp_conns": st.tcpConns.Load(), "dropped": st.dropped.Load(),
+		"dot_queries": enc.dotQueries.Load(), "dot_conns": enc.dotConns.Load(),
+		"doh_queries": enc.dohQueries.Load(), "doh_get": enc.dohGet.Load(),
+		"doh_post": enc.dohPost.Load(), "doh_conns": enc.dohConns.Load(),
+		"doh_bad": enc.dohBad.Load(), "tls_sessions": enc.sessions.snapshot()})
 	return nil
 }
 
@@ -203,33 +246,7 @@ func serveUDP(u *net.UDPConn, cfg *serveConfig, st *serveStats) {
 }
 
 func serveTCPConn(c net.Conn, cfg *serveConfig, st *serveStats) {
-	defer c.Close()
-	r := bufio.NewReader(c)
-	var lb [2]byte
-	q := make([]byte, 65535)
-	out := make([]byte, 0, 65537)
-	for {
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.ReadFull(r, lb[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint16(lb[:]))
-		if _, err := io.ReadFull(r, q[:n]); err != nil {
-			return
-		}
-		st.tcpQueries.Add(1)
-		var ok bool
-		out, ok = buildAnswer(append(out[:0], 0, 0), q[:n], false, cfg.tcpSize)
-		if !ok {
-			st.dropped.Add(1)
-			return
-		}
-		binary.BigEndian.PutUint16(out[0:2], uint16(len(out)-2))
-		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err := c.Write(out); err != nil {
-			return
-		}
-	}
+	serveStream(c, cfg, &st.tcpQueries, &st.dropped)
 }
 
 // buildAnswer appends the canned answer to q onto out. tc: truncated, empty answer.

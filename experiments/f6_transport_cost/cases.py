@@ -1,0 +1,87 @@
+"""F6's claim cases: runs where each claim's effect is present (reproduced), absent or
+reversed (not reproduced), or its precondition unmet (not applicable), built with this
+package's `fixtures.py`. `tests/unit/test_analysis_claims.py` collects `CLAIM_CASES` from every
+finding package and judges each run with the project's own `evaluate`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from experiments.f6_transport_cost import fixtures as f6_fx
+from experiments.f6_transport_cost.fixtures import seed_ratios
+
+
+def cost(ratios: dict[str, dict[str, float]] | None = None,
+         **kw: Any) -> Callable[[Path], Path]:
+    """A transport-cost run: the seed's ratios with `ratios` over them, dnsdist on two cores
+    unless `server_cpus` says otherwise."""
+    return lambda root: f6_fx.transport_cost_run(
+        root, qps=seed_ratios(**(ratios or {})), **{"server_cpus": "0-1", **kw})
+
+
+def lat(**kw: Any) -> Callable[[Path], Path]:
+    return lambda root: f6_fx.transport_latency_run(root, **kw)
+
+
+# a generator that cannot offer more than the server answers over that transport
+TCP_LIMITED = {"tcp": 70000.0}  # dnsdist's TCP (64.7k) within 10 % of it
+DOT_LIMITED = {"dot": 20000.0}  # every server's DoT within 10 % of it, or above
+
+# every server but the front-end's UDP within 10 % of the generator's ceiling (NSD's 150k the
+# highest)
+UDP_LIMITED = {"udp": 60000.0}
+
+CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
+    ("F6.tcp-cost", PRESENT, cost()),
+    # pipelined TCP that costs Unbound next to nothing
+    ("F6.tcp-cost", ABSENT, cost({"unbound": {"tcp": 0.92}})),
+    ("F6.tcp-cost", REVERSED, cost({"nsd": {"tcp": 1.3}})),
+    ("F6.tcp-cost", ABSENT, cost({"bind": {"tcp": 0.15}})),  # a collapse
+    # a server whose UDP is the generator's is listed, the others judged
+    ("F6.tcp-cost", PRESENT, cost({"nsd": {"tcp": 0.9}}, ceilings={"udp": 160000.0})),
+    ("F6.tcp-cost", UNMET, cost(ceilings=UDP_LIMITED)),
+    ("F6.tcp-cost", UNMET, cost(trials=2)),
+    ("F6.tcp-cost", UNMET, cost(noerror=0.5)),  # SERVFAIL from an empty cache
+    ("F6.tcp-cost", UNMET, cost(ceiling=False)),
+    # the front-end's TCP above its UDP is the seed's exception, not judged here
+    ("F6.tcp-cost", PRESENT, cost({"dnsdist": {"tcp": 2.0}})),
+    ("F6.tls-cost", PRESENT, cost()),
+    ("F6.tls-cost", ABSENT, cost({"unbound": {"dot": 0.9, "tcp": 0.95}})),
+    ("F6.tls-cost", REVERSED, cost({"bind": {"dot": 1.2, "tcp": 1.3}})),
+    ("F6.tls-cost", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.frontend.tcp", PRESENT, cost()),
+    ("F6.frontend.tcp", ABSENT, cost({"dnsdist": {"tcp": 0.9}})),
+    ("F6.frontend.tcp", REVERSED, cost({"dnsdist": {"tcp": 0.5}})),
+    # one core for the front-end: its TCP workers share it with the UDP listener
+    ("F6.frontend.tcp", UNMET, cost(server_cpus="0")),
+    ("F6.frontend.tcp", UNMET, cost(ceilings=TCP_LIMITED)),
+    ("F6.frontend.tls", PRESENT, cost()),
+    ("F6.frontend.tls", ABSENT, cost({"dnsdist": {"dot": 1.0}})),
+    ("F6.frontend.tls", REVERSED, cost({"dnsdist": {"dot": 0.3}})),
+    ("F6.frontend.tls", UNMET, cost(server_cpus="0")),
+    ("F6.tls-below-tcp", PRESENT, cost()),
+    ("F6.tls-below-tcp", ABSENT, cost({"nsd": {"dot": 0.45}})),  # DoT as TCP
+    ("F6.tls-below-tcp", REVERSED, cost({"unbound": {"dot": 0.6}})),
+    # a generator-limited server is listed, the others judged; all limited: not applicable
+    ("F6.tls-below-tcp", PRESENT, cost({"nsd": {"dot": 0.5}}, ceilings={"dot": 80000.0})),
+    ("F6.tls-below-tcp", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.doh-below-dot", PRESENT, cost()),
+    ("F6.doh-below-dot", ABSENT, cost({"bind": {"doh": 0.4}})),  # DoH 1.2x DoT
+    ("F6.doh-below-dot", REVERSED, cost({"unbound": {"doh": 0.6}})),  # 2x
+    ("F6.doh-below-dot", UNMET, cost(ceilings={"doh": 12000.0})),
+    ("F6.latency.persistent", PRESENT, lat()),
+    ("F6.latency.persistent", ABSENT, lat(rtts={"doh": 1.8})),  # a stall per query
+    ("F6.latency.persistent", REVERSED, lat(rtts={"udp": 0.3, "tcp": 0.3})),
+    ("F6.latency.persistent", UNMET, lat(applied_ms=0.0)),  # no delay read back
+    ("F6.latency.persistent", UNMET, lat(sent_share=0.5)),  # the pace not kept
+    ("F6.latency.handshakes", PRESENT, lat()),
+    ("F6.latency.handshakes", ABSENT, lat(rtts={"dot/per-query": 2.0})),
+    ("F6.latency.handshakes", REVERSED, lat(rtts={"tcp/per-query": 1.0})),
+    # TLS 1.2's extra round trip: 4 expected, 4 measured
+    ("F6.latency.handshakes", PRESENT, lat(tls_version="TLSv1.2",
+                                           rtts={"dot/per-query": 4.1})),
+    ("F6.latency.handshakes", UNMET, lat(per_query=False)),
+]

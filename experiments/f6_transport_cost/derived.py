@@ -1,0 +1,194 @@
+"""F6's figures from the raw files, for its claims and plots alike: each server's answered
+qps per transport (the median of its trials in `trials.csv`), the generator's ceiling for
+the same load (the `phase=ceiling` cell's `ceiling.csv`), whether a transport's figure is
+the server's or the generator's, and each transport's pooled answer latencies (the trials'
+histogram files) for the latency experiment.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.plots import latency
+from analysis.rundata import Cell, Run
+from dnslab.errors import LabError
+from dnslab.thresholds import GENERATOR_BOUND_SHARE
+
+TRANSPORTS = ("udp", "tcp", "dot", "doh")
+PERSISTENT = "persistent"
+PER_QUERY = "per-query"
+TRIAL_COLUMNS = ("trial", "mode", "transport", "generator", "qps", "completed", "noerror")
+LABELS = {"udp": "UDP", "tcp": "TCP", "dot": "DoT", "doh": "DoH"}
+
+
+@dataclass(frozen=True)
+class SeedServer:
+    """One server of the seed at 8 clients (seed.yaml): its qps over UDP, TCP and TLS."""
+
+    name: str
+    kind: str | None
+    role: str
+    front_end: bool
+    udp: float
+    tcp: float
+    tls: float | None
+
+    def ratio(self, transport: str) -> float | None:
+        other = self.tls if transport == "dot" else self.tcp if transport == "tcp" else None
+        return other / self.udp if other else None
+
+
+@cache
+def seed() -> tuple[SeedServer, ...]:
+    """The seed's servers and figures, as data: `seed.csv` beside this module, from
+    perfmeasurements_2018's results/bionic/<server>/test-{UDP,TCP,TLS}ct-1-16.csv, the row of
+    8 clients (the mean qps of 5 runs of 20 s; dnsdist's TCP: of the 2 runs that are not 0);
+    `kind` the lab's server kind of it (empty: none in the lab), `role` its role in the lab
+    (authoritative: a primary or secondary), `front_end` 1 for the front-end the seed's
+    summary excepts, `tls` empty where the server had none."""
+    with open(Path(__file__).parent / "seed.csv") as handle:
+        return tuple(SeedServer(name=row["name"], kind=row["kind"] or None, role=row["role"],
+                                front_end=row["front_end"] == "1",
+                                udp=float(row["udp"]), tcp=float(row["tcp"]),
+                                tls=float(row["tls"]) if row["tls"] else None)
+                     for row in csv.DictReader(handle))
+
+
+def is_front_end(run: Run, cell: Cell) -> bool:
+    """Whether a server cell's node is the lab's front-end (by its role in the run's
+    topology)."""
+    try:
+        return cell.params.get("server_node") == run.node_with_role("frontend")
+    except LabError:  # a lab without a front-end
+        return False
+
+
+def server_cells(run: Run) -> dict[str, Cell]:
+    """{server kind: its cell}, in the run's order (the ceiling cell is none)."""
+    return {str(c.params["server"]): c for c in run.cells
+            if c.params.get("server") and c.has("trials.csv")}
+
+
+def trials(cell: Cell) -> pd.DataFrame:
+    name = "ceiling.csv" if cell.params.get("phase") == "ceiling" else "trials.csv"
+    return cell.csv(name, TRIAL_COLUMNS)
+
+
+def ceiling_cell(run: Run) -> Cell | None:
+    found = [c for c in run.cells_where(phase="ceiling") if c.has("ceiling.csv")]
+    return found[0] if found else None
+
+
+def median_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> float | None:
+    mine = frame[(frame["transport"] == transport) & (frame["mode"] == mode)]
+    return float(mine["qps"].astype(float).median()) if not mine.empty else None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One server's figure over one transport: its median qps over `trials` trials, the
+    share of its answers that were NOERROR, the generator, and that generator's ceiling for
+    the same load in the run (None: no ceiling measured)."""
+
+    server: str
+    transport: str
+    qps: float
+    trials: int
+    noerror_share: float
+    generator: str
+    ceiling: float | None
+
+    @property
+    def limited(self) -> bool:
+        """Within GENERATOR_BOUND_SHARE of the generator's ceiling: it measured the
+        generator."""
+        return self.ceiling is not None and self.qps >= GENERATOR_BOUND_SHARE * self.ceiling
+
+    @property
+    def share_of_ceiling(self) -> float | None:
+        return self.qps / self.ceiling if self.ceiling else None
+
+
+def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> Measured | None:
+    """A server's figure over a transport (None: the run did not measure it)."""
+    cell = server_cells(run).get(server)
+    if cell is None:
+        return None
+    frame = trials(cell)
+    mine = frame[(frame["transport"] == transport) & (frame["mode"] == mode)]
+    if mine.empty:
+        return None
+    completed = float(mine["completed"].astype(float).sum())
+    ceiling = ceiling_cell(run)
+    top = median_qps(trials(ceiling), transport, mode) if ceiling is not None else None
+    return Measured(server=server, transport=transport,
+                    qps=float(mine["qps"].astype(float).median()), trials=len(mine),
+                    noerror_share=(float(mine["noerror"].astype(float).sum()) / completed
+                                   if completed else 0.0),
+                    generator=str(mine["generator"].iloc[0]), ceiling=top)
+
+
+def not_served(run: Run, server: str) -> dict[str, str]:
+    """{transport: why} the server's packaged version does not serve (its cell's figure)."""
+    cell = server_cells(run).get(server)
+    found = cell.figure("not_served", optional=True) if cell is not None else None
+    return dict(found or {})
+
+
+def server_cores(run: Run, server: str) -> int | None:
+    cell = server_cells(run).get(server)
+    found = cell.figure("server_cores", optional=True) if cell is not None else None
+    return int(found) if found is not None else None
+
+
+def tls_of(run: Run, server: str, transport: str) -> str:
+    """What the server's listener negotiated ("TLSv1.3 TLS_AES_256_GCM_SHA384 [h2]")."""
+    cell = server_cells(run).get(server)
+    found = cell.figure(f"tls_{transport}", optional=True) if cell is not None else None
+    return str(found or "")
+
+
+# --- latencies -----------------------------------------------------------------------------
+
+def pooled_latency(cell: Cell, transport: str, mode: str = PERSISTENT
+                   ) -> latency.Latencies | None:
+    """Every trial's answer latencies of a transport and mode in a cell, pooled (lost
+    queries with them); None without histograms."""
+    frame = cell.csv("ceiling.csv" if cell.params.get("phase") == "ceiling" else "trials.csv",
+                     ("transport", "mode", "latency_file", "lost"))
+    mine = frame[(frame["transport"] == transport) & (frame["mode"] == mode)]
+    pooled = None
+    for _, row in mine.iterrows():
+        name = row["latency_file"]
+        if not isinstance(name, str) or not name or not cell.has(name):
+            continue
+        found = latency.from_dnsperf_csv(cell.dir / name, int(row["lost"] or 0))
+        pooled = found if pooled is None else pooled + found
+    return pooled
+
+
+def median_ms(latencies: latency.Latencies) -> float | None:
+    """The median answer's latency (the upper edge of the bucket holding it)."""
+    if latencies.answered == 0:
+        return None
+    cumulative = np.cumsum(latencies.counts)
+    return float(latencies.upper_ms[int(np.searchsorted(cumulative, latencies.answered / 2))])
+
+
+def rtt_ms(run: Run) -> float:
+    return float(run.params.get("rtt_ms") or 0)
+
+
+def wan_applied(run: Run, cell: Cell) -> float | None:
+    """The delay read back on the client's link in this cell (meta.json `wan`), in ms."""
+    entry = (run.meta.get("cells") or {}).get(cell.id) or {}
+    for applied in (entry.get("wan") or {}).values():
+        if isinstance(applied, dict) and applied.get("delay_ms") is not None:
+            return float(applied["delay_ms"])
+    return None

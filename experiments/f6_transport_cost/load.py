@@ -1,0 +1,174 @@
+"""F6's load, one trial at a time: one transport from the client node to one address, with
+the generator the run chose for it (dnsperf `-m udp|tcp|dot|doh`, or `dnsload stream` for
+TCP, DoT and DoH over persistent connections), the same command against a server or
+against `dnsload serve` (the generator's ceiling). Every trial gives the same row,
+whichever tool ran it; with `histogram`, the answers' latencies are kept as dnsperf -v's
+histogram file (`upper_s`, `count`), from either tool. `tls_session` reads what a TLS
+listener negotiates with OpenSSL's defaults (dnsperf's library), from the client's
+namespace.
+"""
+
+from __future__ import annotations
+
+import csv
+import socket
+import ssl
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dnslab.errors import LabError
+from dnslab.lab import Lab
+from dnslab.nsenter import in_netns
+from dnslab.probe import check_lab_address
+from dnslab.servers.base import DOH_PATH, TRANSPORT_PORTS
+from experiments.generators import perf
+from experiments.generators.dnsload import STREAM_TRANSPORTS, parse_stream, stream_argv
+
+GENERATORS = ("dnsperf", "dnsload")
+ROW_COLUMNS = ["transport", "generator", "connections_asked", "outstanding", "target_qps",
+               "qps", "sent", "completed", "lost", "run_time_s", "noerror", "avg_latency_ms",
+               "generator_cpu_pct", "reconnections", "tls", "latency_file"]
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one trial sends: a transport, the generator, its connections (dnsperf's clients)
+    and queries in flight, for `seconds`; closed loop, or paced at `rate`; connections kept
+    open (`queries_per_conn` 0), or reopened every that many queries (dnsperf; dnsload: a new
+    one per query, `outstanding` of them at a time)."""
+
+    transport: str
+    generator: str
+    clients: int
+    outstanding: int
+    seconds: float
+    timeout_s: float
+    rate: float | None = None
+    queries_per_conn: int = 0
+    doh_method: str = "GET"
+    histogram: bool = False
+
+    def check(self) -> None:
+        """A one-line LabError for a load no generator can send (before any work)."""
+        if self.generator not in GENERATORS:
+            raise LabError(f"generator {self.generator!r} for {self.transport} is not one of "
+                           "the lab's",
+                           hint="GENERATORS maps each transport to " + " or ".join(GENERATORS))
+        if self.generator == "dnsload" and self.transport not in STREAM_TRANSPORTS:
+            raise LabError(f"dnsload stream cannot send {self.transport}",
+                           hint=f"GENERATORS with {self.transport}: dnsperf")
+        if self.generator == "dnsload" and self.queries_per_conn > 1:
+            raise LabError("dnsload stream keeps a connection open or opens one per query",
+                           hint=f"dnsperf for {self.transport} with {self.queries_per_conn} "
+                                "queries per connection")
+        if self.queries_per_conn and self.transport not in ("tcp", "dot"):
+            raise LabError(f"a new connection per query over {self.transport}",
+                           hint="connections per query over TCP or DoT")
+
+
+def _dnsperf(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: Path,
+             latency: Path | None) -> dict[str, Any]:
+    extra = ["-m", load.transport]
+    if load.transport == "doh":
+        extra += ["-O", f"doh-uri=https://{address}:{TRANSPORT_PORTS['doh']}{DOH_PATH}",
+                  "-O", f"doh-method={load.doh_method}"]
+    if load.queries_per_conn:
+        extra += ["-O", f"num-queries-per-conn={load.queries_per_conn}"]
+    result = perf.dnsperf(lab, client, address, qfile, out, duration_s=load.seconds,
+                          clients=load.clients, outstanding=load.outstanding,
+                          max_qps=load.rate, timeout_s=load.timeout_s, extra=extra,
+                          latency_csv=latency)
+    row = result.row()
+    return {"qps": row["qps"], "sent": result.sent, "completed": result.completed,
+            "lost": result.lost, "run_time_s": result.run_time_s,
+            "noerror": result.rcodes.get("NOERROR", 0),
+            "avg_latency_ms": row["avg_latency_ms"],
+            "generator_cpu_pct": row["generator_cpu_pct"],
+            "reconnections": result.reconnections, "tls": ""}
+
+
+def _stream(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: Path,
+            latency: Path | None) -> dict[str, Any]:
+    port = TRANSPORT_PORTS[load.transport]
+    argv = stream_argv(f"{address}:{port}", load.transport, qfile, connections=load.clients,
+                       outstanding=load.outstanding, duration_s=load.seconds,
+                       timeout_s=load.timeout_s, rate=load.rate, doh_method=load.doh_method,
+                       per_query=bool(load.queries_per_conn))
+    lab.push(client, [qfile])
+    with open(out, "w") as handle:
+        measured = lab.run_measured(client, argv, timeout=load.seconds + 4 * load.timeout_s + 60,
+                                    stdout=handle, stderr=subprocess.STDOUT)
+    total = parse_stream(out.read_text(errors="replace"))
+    if latency is not None:
+        write_histogram(latency, total.get("lat_hist_ms") or [])
+    answered = int(total["answered"])
+    hist = total.get("lat_hist_ms") or []
+    mean = (sum(ms * n for ms, n in hist) / sum(n for _, n in hist)) if hist else None
+    cpu = (round(100 * measured.cpu_s / measured.wall_s, 1)
+           if measured.cpu_s is not None and measured.wall_s else None)
+    return {"qps": float(total["answered_qps"]), "sent": int(total["sent"]),
+            "completed": answered, "lost": int(total["timeouts"]),
+            "run_time_s": float(total["seconds"]),
+            "noerror": int((total.get("rcodes") or {}).get("NOERROR", 0)),
+            "avg_latency_ms": round(mean, 3) if mean is not None else None,
+            "generator_cpu_pct": cpu, "reconnections": int(total["reconnects"]),
+            "tls": "; ".join(sorted(total.get("tls_sessions") or {}))}
+
+
+def write_histogram(path: Path, buckets: list[list[float]]) -> None:
+    """dnsload's histogram ([upper edge ms, answers]) as dnsperf -v's file (`upper_s`,
+    `count`), so the analysis reads both tools' latencies alike."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["upper_s", "count"])
+        for upper_ms, count in buckets:
+            writer.writerow([f"{upper_ms / 1000:.6g}", int(count)])
+
+
+def run_load(lab: Lab, client: str, address: str, qfile: Path, load: Load,
+             folder: Path, name: str) -> dict[str, Any]:
+    """One trial from `client` to `address`; raw output `<name>.txt` in `folder` (and with
+    `histogram` the answers' latencies in `latency-<name>.csv`); returns its row
+    (ROW_COLUMNS)."""
+    check_lab_address(address)
+    load.check()
+    latency = folder / f"latency-{name}.csv" if load.histogram else None
+    send = _dnsperf if load.generator == "dnsperf" else _stream
+    found = send(lab, client, address, qfile, load, folder / f"{load.generator}-{name}.txt",
+                 latency)
+    return {"transport": load.transport, "generator": load.generator,
+            "connections_asked": 0 if load.transport == "udp" else load.clients,
+            "outstanding": load.outstanding,
+            "target_qps": round(load.rate, 1) if load.rate else "", **found,
+            "latency_file": latency.name if latency else ""}
+
+
+def tls_session(lab: Lab, node: str, address: str, transport: str) -> str:
+    """"<version> <cipher>[ <ALPN>]" of a TLS handshake with `address`'s listener for
+    `transport` (dot, doh), from `node`'s namespace with OpenSSL's client defaults (the
+    library dnsperf uses); "" for UDP and TCP."""
+    if transport not in ("dot", "doh"):
+        return ""
+    check_lab_address(address)
+    port = TRANSPORT_PORTS[transport]
+
+    def handshake() -> str:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # the lab's own self-signed certificates
+        if transport == "doh":
+            context.set_alpn_protocols(["h2"])
+        with socket.create_connection((address, port), timeout=5) as raw, \
+                context.wrap_socket(raw) as tls:
+            cipher = tls.cipher()
+            alpn = tls.selected_alpn_protocol()
+            return " ".join(p for p in (tls.version() or "", cipher[0] if cipher else "",
+                                        alpn or "") if p)
+
+    try:
+        return in_netns(lab.netns(node), handshake)
+    except (OSError, ssl.SSLError) as exc:
+        raise LabError(f"no TLS handshake with {address}:{port} ({transport}): {exc}",
+                       hint="is its listener up? see the server's log in the cell folder") from None

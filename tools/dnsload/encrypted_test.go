@@ -1,0 +1,213 @@
+package main
+
+import (
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// startEncrypted runs the responder's TCP, DoT and DoH listeners on loopback ports of their
+// own; returns their addresses, the counters and a stop function.
+func startEncrypted(t *testing.T) (map[string]string, *serveStats, *encryptedStats, func()) {
+	t.Helper()
+	cfg := &serveConfig{dohPath: "/dns-query"}
+	st, enc := &serveStats{}, &encryptedStats{}
+	cert, source, err := serverCertificate("", "", netip.MustParseAddr("127.0.0.1"))
+	if err != nil || source == "" {
+		t.Fatalf("ephemeral certificate: %v", err)
+	}
+	var conns sync.Map
+	var wg sync.WaitGroup
+	addrs := map[string]string{}
+	var listeners []net.Listener
+	for _, mode := range []string{"tcp", "dot", "doh"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[mode] = l.Addr().String()
+		switch mode {
+		case "tcp":
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					go serveTCPConn(c, cfg, st)
+				}
+			}()
+		case "dot":
+			l = tls.NewListener(l, serverTLS(cert, enc))
+			wg.Add(1)
+			go acceptLoop(l, &enc.dotConns, &conns, &wg,
+				func(c net.Conn) { serveTLS(c, false, cfg, st, enc) })
+		case "doh":
+			l = tls.NewListener(l, serverTLS(cert, enc, "h2"))
+			wg.Add(1)
+			go acceptLoop(l, &enc.dohConns, &conns, &wg,
+				func(c net.Conn) { serveTLS(c, true, cfg, st, enc) })
+		}
+		listeners = append(listeners, l)
+	}
+	return addrs, st, enc, func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+		conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+		wg.Wait()
+	}
+}
+
+// Every transport, closed loop and paced: every query answered, nothing lost, over the
+// connections asked for, and the responder counts what the generator negotiated.
+func TestStreamAgainstTheEncryptedResponder(t *testing.T) {
+	addrs, st, enc, stop := startEncrypted(t)
+	defer stop()
+	qf := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(qf, []byte("a.example A\nb.example AAAA\nc.example TXT\n"), 0o644)
+	cases := []struct {
+		mode, method string
+		rate         float64
+	}{{"tcp", "", 0}, {"dot", "", 0}, {"doh", "GET", 0}, {"doh", "POST", 0}, {"dot", "", 3000},
+		{"doh", "GET", 3000}}
+	for _, c := range cases {
+		cfg := &streamConfig{server: addrs[c.mode], mode: c.mode, queryFile: qf, conns: 3,
+			outstanding: 60, duration: 0.5, rate: c.rate, timeout: 2e9, rd: true,
+			dohMethod: c.method, dohPath: "/dns-query"}
+		if c.method == "" {
+			cfg.dohMethod = "GET"
+		}
+		queries, err := loadQueries(qf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &streamGen{cfg: cfg, queries: queries,
+			tlsConf: &tls.Config{InsecureSkipVerify: true}}
+		if c.mode == "doh" {
+			g.tlsConf.NextProtos = []string{"h2"}
+		}
+		var total *streamReport
+		if err := g.run(func(v any) {
+			if r, ok := v.(streamReport); ok && r.Type == "total" {
+				total = &r
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if total == nil || total.Sent == 0 || total.Answered != total.Sent || total.Timeouts != 0 ||
+			total.NetErrors != 0 || total.Mismatched != 0 || total.Reconnects != 0 {
+			t.Fatalf("%s %s at %g qps: %+v", c.mode, c.method, c.rate, total)
+		}
+		if total.Rcodes["NOERROR"] != total.Answered {
+			t.Errorf("%s: rcodes %v", c.mode, total.Rcodes)
+		}
+		if c.rate > 0 && (total.Sent < 1200 || total.Sent > 1600) {
+			t.Errorf("%s paced at %g qps for 0.5 s sent %d", c.mode, c.rate, total.Sent)
+		}
+		if c.mode != "tcp" && len(total.TLSSessions) == 0 {
+			t.Errorf("%s: no TLS session recorded", c.mode)
+		}
+		if c.mode == "doh" && total.HTTPStatus["200"] != total.Answered {
+			t.Errorf("doh: HTTP status %v for %d answers", total.HTTPStatus, total.Answered)
+		}
+	}
+	if enc.dotConns.Load() != 6 || enc.dohConns.Load() != 9 {
+		t.Errorf("connections: %d DoT, %d DoH; want 6 and 9 (3 per run)", enc.dotConns.Load(),
+			enc.dohConns.Load())
+	}
+	if enc.dohGet.Load() == 0 || enc.dohPost.Load() == 0 || enc.dohBad.Load() != 0 ||
+		st.dropped.Load() != 0 {
+		t.Errorf("DoH: %d GET, %d POST, %d bad, %d dropped", enc.dohGet.Load(),
+			enc.dohPost.Load(), enc.dohBad.Load(), st.dropped.Load())
+	}
+	for session := range enc.sessions.snapshot() {
+		if session != "TLS 1.3 TLS_AES_128_GCM_SHA256" &&
+			session != "TLS 1.3 TLS_AES_128_GCM_SHA256 h2" {
+			t.Errorf("negotiated %q", session)
+		}
+	}
+}
+
+// A server that never answers: every query is lost at its timeout and the run still ends.
+func TestStreamTimesOutOnASilentServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	qf := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(qf, []byte("a.example A\n"), 0o644)
+	queries, _ := loadQueries(qf, 0)
+	g := &streamGen{cfg: &streamConfig{server: l.Addr().String(), mode: "tcp", queryFile: qf,
+		conns: 2, outstanding: 10, duration: 0.3, timeout: 2e8}, queries: queries}
+	var total *streamReport
+	_ = g.run(func(v any) {
+		if r, ok := v.(streamReport); ok && r.Type == "total" {
+			total = &r
+		}
+	})
+	if total == nil || total.Answered != 0 || total.Sent == 0 || total.Timeouts != total.Sent {
+		t.Errorf("%+v", total)
+	}
+}
+
+func TestStreamFlagsRefuseBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-d", "q"}, {"-s", "127.0.0.1:53"}, {"-s", "127.0.0.1:53", "-d", "q", "-m", "udp"},
+		{"-s", "127.0.0.1:53", "-d", "q", "-c", "10", "-q", "5"},
+		{"-s", "127.0.0.1:53", "-d", "q", "-doh-method", "PUT"},
+	} {
+		if _, err := parseStreamFlags(args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	for _, args := range [][]string{{"-dot", "-doh", "-dot-port", "853", "-doh-port", "853"},
+		{"-cert", "c.pem"}, {"-doh-path", "dns-query"}} {
+		if _, err := parseServeFlags(args); err == nil {
+			t.Errorf("serve %v accepted", args)
+		}
+	}
+}
+
+// A new connection per query: every query answered, each over a connection of its own.
+func TestStreamPerQuery(t *testing.T) {
+	addrs, st, enc, stop := startEncrypted(t)
+	defer stop()
+	qf := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(qf, []byte("a.example A\n"), 0o644)
+	queries, err := loadQueries(qf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"tcp", "dot"} {
+		g := &streamGen{cfg: &streamConfig{server: addrs[mode], mode: mode, queryFile: qf,
+			conns: 1, outstanding: 4, duration: 0.5, rate: 200, timeout: 2e9, perQuery: true},
+			queries: queries, tlsConf: &tls.Config{InsecureSkipVerify: true}}
+		var total *streamReport
+		_ = g.run(func(v any) {
+			if r, ok := v.(streamReport); ok && r.Type == "total" {
+				total = &r
+			}
+		})
+		if total == nil || total.Sent < 80 || total.Answered != total.Sent || total.NetErrors != 0 {
+			t.Fatalf("%s: %+v", mode, total)
+		}
+	}
+	if enc.dotConns.Load() < 80 || st.tcpQueries.Load() < 80 {
+		t.Errorf("%d DoT connections, %d TCP queries", enc.dotConns.Load(), st.tcpQueries.Load())
+	}
+}
