@@ -197,11 +197,22 @@ def require(met: bool, measured: str, remedy: str) -> None:
         raise NotApplicable(f"precondition unmet: {measured} (to judge it: {remedy})")
 
 
+def server_machine_cpus(meta: dict[str, Any]) -> int:
+    """The CPUs of the machine the server under test ran on: across hosts its host's (what
+    that host offered a process, meta.json `hosts.facts`), else the run's machine's."""
+    host = (meta.get("placement") or {}).get("server_host")
+    facts = ((meta.get("hosts") or {}).get("facts") or {}).get(host) if host else None
+    if facts and facts.get("cpus"):
+        return len(facts["cpus"])
+    return int((meta.get("machine") or {}).get("cpus") or 0)
+
+
 def cores_condition(meta: dict[str, Any], seed_cores: int, what: str) -> str:
     """"<what> on N of M cores (seed: K)" when the server under test had other than the
-    seed's cores (meta.json `placement.server_cpus`, else the machine's), else ""."""
+    seed's cores (meta.json `placement.server_cpus`, else the machine's; M: the machine the
+    server ran on), else ""."""
     placement = meta.get("placement") or {}
-    machine = int((meta.get("machine") or {}).get("cpus") or 0)
+    machine = server_machine_cpus(meta)
     try:
         cores = len(cpus.parse(placement["server_cpus"])) if placement.get("server_cpus") \
             else machine

@@ -486,7 +486,8 @@ def _collect_wan_counters(cell: Cell) -> None:
     from dnslab import wan
 
     assert cell.lab is not None
-    counters = {node: wan.read_stats(applied) for node, applied in cell.lab.wan.items()}
+    counters = {node: wan.read_stats(applied, cell.lab.host(node))
+                for node, applied in cell.lab.wan.items()}
     counters = {node: value for node, value in counters.items() if value is not None}
     if counters:
         cell.run.writer.record_cell(cell.cell_id, "wan_counters", counters)

@@ -238,6 +238,82 @@ def query(netns: str, server: str, name: str, rdtype: str = "SOA", timeout: floa
 
 
 @verb
+def queries(netns: str, asked: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Many queries from inside a node in one command (`probe.try_queries_in`): a procedure
+    that asks hundreds in a row pays one round trip to the host, not one a query."""
+    from dnslab import probe
+
+    answers = probe.try_queries_in(netns, [probe.Query(**one) for one in asked])
+    return [probe.answer_to_dict(a) if a is not None else None for a in answers]
+
+
+IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8 bytes
+CLOSED_PORT = 9  # discard: no lab node listens there, so the far kernel answers ICMP
+# Linux's <netinet/in.h> values (python's socket module names them from 3.12 on)
+IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2
+
+
+def datagram_crosses(target: str, size: int, timeout: float) -> bool | None:
+    """Whether an IP packet of `size` bytes (a UDP datagram, don't-fragment set) reaches
+    `target` and back: the far kernel answers a closed port with ICMP port unreachable,
+    which a connected socket reports as refused. None: it cannot leave (over the local
+    link's MTU)."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        sock.settimeout(timeout)
+        sock.connect((target, CLOSED_PORT))
+        try:
+            sock.send(bytes(size - IP_UDP_HEADERS))
+        except OSError as exc:
+            if exc.errno == errno.EMSGSIZE:
+                return None
+            raise
+        try:
+            sock.recv(1)
+        except ConnectionRefusedError:
+            return True
+        except OSError:  # a timeout, or an ICMP error other than the port's
+            return False
+    return True
+
+
+@verb
+def lan_mtu(netns: str, target: str, mtu: int, floor: int = 1280, timeout: float = 1.0,
+            bisect: int = 4) -> dict[str, Any]:
+    """From inside a node: does a small packet reach `target`, does one of the LAN's full
+    `mtu`, and if not, the largest size that did (`bisect` more packets between `floor` and
+    `mtu`: the far kernel answers six in a burst, then one a second)."""
+    from dnslab import probe
+    from dnslab.nsenter import in_netns
+
+    probe.check_lab_address(target)
+
+    def measure() -> dict[str, Any]:
+        found: dict[str, Any] = {"small": datagram_crosses(target, 100, timeout),
+                                 "full": None, "largest": None}
+        if not found["small"]:
+            return found
+        found["full"] = datagram_crosses(target, mtu, timeout)
+        if found["full"]:
+            found["largest"] = mtu
+            return found
+        low, high = (floor, mtu) if datagram_crosses(target, floor, timeout) else (None, floor)
+        for _ in range(bisect - 1 if low else 0):
+            middle = (low + high) // 2
+            if datagram_crosses(target, middle, timeout):
+                low = middle
+            else:
+                high = middle
+        found["largest"] = low
+        return found
+
+    return in_netns(netns, measure)
+
+
+@verb
 def count_served(netns: str, server: str, zones: list[str], timeout: float = 1.0,
                  parallel: int = 64) -> list[Any]:
     from dnslab import probe
@@ -294,10 +370,29 @@ def tables(netns: str) -> dict[str, dict[str, int]]:
 
 
 @verb
+def tables_of(netns: list[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """`tables` of many namespaces in one command (one round trip to the host)."""
+    from dnslab.counters import tables_in
+
+    return {one: tables_in(one) for one in netns}
+
+
+@verb
 def sample(netns: str) -> dict[str, int]:
     from dnslab.counters import sample_in
 
     return sample_in(netns)
+
+
+@verb
+def wan_apply(lab_root: str, node: str, netns: str, shape: dict[str, float], seed: int,
+              python_path: list[str]) -> dict[str, Any]:
+    """WAN emulation on a node's link, on this host (`wan.apply`)."""
+    from pathlib import Path
+
+    from dnslab import wan
+
+    return wan.apply(Path(lab_root), node, netns, wan.LinkShape(**shape), seed, python_path)
 
 
 # --- streams: a monitor, a measured command ----------------------------------------------------

@@ -8,6 +8,7 @@ sysctl change of a lab, and works from a fresh process, after a crash or twice i
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -134,6 +135,18 @@ class Lab:
                           rdtype=rdtype, timeout=timeout, tcp=tcp, options=options)
         return probe.answer_from_dict(found) if found else None
 
+    def ask_many(self, from_node: str, queries: list[probe.Query]) -> list[probe.Answer | None]:
+        """Queries sent one after the other from inside `from_node` (`probe.Query` each; None
+        where nothing answered): on another host one host command carries them all."""
+        host = self.host(from_node)
+        if host.local:
+            return probe.try_queries_in(self.netns(from_node), queries)
+        for one in queries:
+            probe.check_lab_address(one.server)
+        found = host.call("queries", netns=self.netns(from_node),
+                          asked=[dataclasses.asdict(one) for one in queries])
+        return [probe.answer_from_dict(a) if a else None for a in found]
+
     def address(self, node: str) -> str:
         return self.state.nodes[node].address
 
@@ -243,6 +256,17 @@ class Lab:
     def tables(self, node: str) -> dict[str, dict[str, int]]:
         """The node's /proc/net/snmp and netstat tables, read in its namespace on its host."""
         return self.host(node).call("tables", netns=self.netns(node))
+
+    def tables_of(self, nodes: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
+        """`tables` of many nodes, read in one host command per host (node -> tables)."""
+        by_host: dict[str, list[str]] = {}
+        for node in nodes:
+            by_host.setdefault(self.state.nodes[node].host, []).append(node)
+        found: dict[str, dict[str, dict[str, int]]] = {}
+        for mine in by_host.values():
+            read = self.host(mine[0]).call("tables-of", netns=[self.netns(n) for n in mine])
+            found.update({n: read[self.netns(n)] for n in mine})
+        return found
 
     def affinity(self, node: str) -> list[int] | None:
         """The CPUs the node's running daemon may use, read from the kernel of its host."""
@@ -390,6 +414,9 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
     timeout = data.health_timeout_s or HEALTH_TIMEOUT_S
     try:
         chosen.create(rendered, state, held, later=after_primaries)
+        if state.vxlan:  # the LAN spans hosts: does a full-size packet cross?
+            state.vxlan["mtu_crossed"] = multihost.check_lan_mtu(state)
+            state.save()
         if primaries and after_primaries:
             handle.healthy_s.update(handle.wait_healthy(primaries, timeout))
         for name in topo.nodes:
@@ -399,16 +426,16 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
             waited = [n for n in topo.nodes if n not in held and n not in handle.healthy_s]
             handle.healthy_s.update(handle.wait_healthy(waited, timeout))
         # after the health checks: a node whose link loses everything still answered them
+        unknown = sorted(set(data.wan) - set(state.nodes))
+        if unknown:
+            raise LabError(f"wan names node {unknown[0]!r}, which lab {topo.name!r} does not "
+                           "have", hint="nodes: " + ", ".join(state.nodes))
+        for host in {state.host(name).name: state.host(name) for name in data.wan}.values():
+            wan.ship_delayer(host)
         for index, (name, spec) in enumerate(sorted(data.wan.items())):
-            if name not in state.nodes:
-                raise LabError(f"wan names node {name!r}, which lab {topo.name!r} does not have",
-                               hint="nodes: " + ", ".join(state.nodes))
-            if not state.host(name).local:
-                raise LabError(f"WAN emulation on node {name!r}, which runs on host "
-                               f"{state.nodes[name].host!r}: not yet across hosts",
-                               hint="place the node on this machine (its dnslab.host label)")
-            handle.wan[name] = wan.apply(rendered.root, name, state.nodes[name].netns,
-                                         wan.parse(name, spec), seed=index)
+            handle.wan[name] = wan.apply_on(state.host(name), rendered.root, name,
+                                            state.nodes[name].netns, wan.parse(name, spec),
+                                            seed=index)
     except BaseException:
         _destroy(topo.name, chosen)
         raise

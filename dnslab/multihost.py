@@ -322,3 +322,43 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
         host.run(["rm", "-rf", *[str(d) for d in mine]])
         host.push(files_to_push(rendered, state, host.name))
     state.save()
+
+
+def check_lan_mtu(state: LabState) -> dict[str, int]:
+    """Once the LAN is up across hosts: a packet of the LAN's full MTU, don't-fragment set,
+    from a node on each host to a node on each other host, must arrive (an underlay path
+    that carries less than its interfaces say drops large answers and TLS handshakes, and
+    a run would measure that). One line naming the MTU and the one that crossed otherwise.
+    Returns, per direction ("a->b"), the largest size seen to cross."""
+    mtu = int(state.vxlan["mtu"])
+    port = state.vxlan.get("port")
+    first = {}
+    for name, node in state.nodes.items():
+        if node.netns:
+            first.setdefault(node.host, name)
+    crossed: dict[str, int] = {}
+    for source, sender in first.items():
+        for target, receiver in first.items():
+            if target == source:
+                continue
+            found = state.host(sender).call("lan-mtu", netns=state.nodes[sender].netns,
+                                            target=state.nodes[receiver].address, mtu=mtu,
+                                            floor=MIN_LAN_MTU)
+            where = f"from host {source!r} to host {target!r} ({sender} to {receiver})"
+            if not found["small"]:
+                raise LabError(f"the lab LAN does not reach {where}: nothing crossed the "
+                               f"VXLAN (UDP port {port})",
+                               hint=f"let UDP port {port} through between the hosts' underlay "
+                                    "addresses (a firewall, a security group)")
+            if not found["full"]:
+                largest = found["largest"]
+                raise LabError(
+                    f"the lab LAN's MTU {mtu} does not cross {where}: a {mtu}-byte packet was "
+                    "dropped" + (f", {largest} bytes crossed" if largest else
+                                 f", nor did {MIN_LAN_MTU} bytes"),
+                    hint=(f"vxlan: {{mtu: {largest}}} in {state.hosts.get('path')}: the "
+                          "underlay's path carries less than its interfaces say" if largest
+                          else f"an underlay path that carries {MIN_LAN_MTU + VXLAN_OVERHEAD} "
+                               "bytes or more"))
+            crossed[f"{source}->{target}"] = int(found["largest"])
+    return crossed

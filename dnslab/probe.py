@@ -165,6 +165,38 @@ def try_query_in(netns: str, server: str, name: str, rdtype: str = "SOA",
         return None
 
 
+@dataclass(frozen=True)
+class Query:
+    """One query of a batch (`try_queries_in`, `Lab.ask_many`): what `query` takes."""
+
+    server: str
+    name: str
+    rdtype: str = "SOA"
+    timeout: float = 1.0
+    tcp: bool = False
+    options: dict[str, Any] = field(default_factory=dict)  # payload, recursion, rdclass, edns
+
+
+def try_queries_in(netns: str, queries: Iterable[Query]) -> list[Answer | None]:
+    """Queries asked one after the other from inside the namespace at `netns` (one thread
+    joins it for all of them); None for each that got no answer."""
+    wanted = list(queries)
+    for one in wanted:
+        check_lab_address(one.server)
+
+    def ask_all() -> list[Answer | None]:
+        answers: list[Answer | None] = []
+        for one in wanted:
+            try:
+                answers.append(query(one.server, one.name, one.rdtype, one.timeout, one.tcp,
+                                     **one.options))
+            except UNANSWERED:
+                answers.append(None)
+        return answers
+
+    return in_netns(netns, ask_all)
+
+
 def server_version(netns: str, server: str, timeout: float = 2.0) -> str | None:
     """What a server says it is (`version.bind CH TXT`), or None if it will not say."""
     answer = try_query_in(netns, server, "version.bind", "TXT", timeout, rdclass="CH",

@@ -4,6 +4,8 @@ An experiment gives `LabData.wan = {node: {"delay_ms": 40, "jitter_ms": 10, "los
 `lab.up` applies it inside each node's network namespace once the node exists, on both
 runtimes (the netns path of a container is /proc/<pid>/ns/net, entered with nsenter), reads
 it back and keeps the read-back in `Lab.wan` (the runner writes it into meta.json per cell).
+Across hosts it is applied on the node's own host (`apply_on`: the `wan-apply` host command
+there), and the delayer's counters are read there.
 Egress only: a node that answers queries delays its answers, so a round trip to it takes
 `delay_ms` more (give the server, not the client, the delay to model a distant server).
 
@@ -31,9 +33,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dnslab.errors import LabError
 from dnslab.nsenter import run_in
@@ -42,6 +45,19 @@ from dnslab.wait import WaitTimeout, wait_until
 IFACE = "eth1"
 QUEUE_NUM = 7
 KEYS = ("delay_ms", "jitter_ms", "loss_pct")
+
+
+class LabHost(Protocol):
+    """What WAN emulation needs of the host a node runs on (`dnslab.hosts.Host` is one)."""
+
+    @property
+    def local(self) -> bool: ...
+
+    def call(self, verb: str, call_timeout: float | None = None, **args: Any) -> Any: ...
+
+    def push(self, sources: Iterable[Path]) -> None: ...
+
+    def read_bytes(self, path: Path, offset: int = 0) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -100,8 +116,10 @@ def state_dir(lab_root: Path) -> Path:
 
 
 def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
-          seed: int = 0) -> dict[str, Any]:
-    """Shape the node's eth1 output; return what was applied and read back."""
+          seed: int = 0, python_path: list[str] | None = None) -> dict[str, Any]:
+    """Shape the node's eth1 output; return what was applied and read back. `python_path`:
+    folders the delayer's python also imports from (where NetfilterQueue was copied to on a
+    host that has no package of it)."""
     if kernel_has_netem(netns_path):
         _in_ns(netns_path, ["tc", "qdisc", "replace", "dev", IFACE, "root",
                             *shape.netem_args()])
@@ -115,8 +133,12 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
             "--queue", str(QUEUE_NUM), "--delay-ms", str(shape.delay_ms),
             "--jitter-ms", str(shape.jitter_ms), "--loss-pct", str(shape.loss_pct),
             "--seed", str(seed), "--stats", str(stats)]
+    env = dict(os.environ)
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [
+            env.get("PYTHONPATH")])])
     log = open(out / f"{node}.log", "w")  # noqa: SIM115 - the delayer outlives this call
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     (out / f"{node}.pid").write_text(str(proc.pid))
     try:  # the stats file is evidence the queue is bound before any packet is queued
@@ -137,13 +159,48 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
             "delayer_pid": proc.pid, "stats_file": str(stats)}
 
 
-def read_stats(applied: dict[str, Any]) -> dict[str, Any] | None:
-    """The nfqueue delayer's counters now (None for netem)."""
+def apply_on(host: LabHost, lab_root: Path, node: str, netns_path: str, shape: LinkShape,
+             seed: int = 0) -> dict[str, Any]:
+    """`apply` on the host the node runs on (a host command there, this process here). A
+    delayer on another host imports the NetfilterQueue this machine has, copied there by
+    `ship_delayer` (no Debian package has it)."""
+    if host.local:
+        return apply(lab_root, node, netns_path, shape, seed)
+    library = _netfilterqueue_folder()
+    return host.call("wan-apply", lab_root=str(lab_root), node=node, netns=netns_path,
+                     shape=asdict(shape), seed=seed,
+                     python_path=[str(library.parent)] if library else [])
+
+
+def _netfilterqueue_folder() -> Path | None:
+    """Where this machine's python NetfilterQueue package is (None: not installed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("netfilterqueue")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def ship_delayer(host: LabHost) -> None:
+    """Copy this machine's NetfilterQueue package to another host at the same path, for the
+    delayers `apply_on` may start there (used when that host's kernel has no netem; its
+    python must be this one's version, as the package is compiled)."""
+    library = _netfilterqueue_folder()
+    if library is not None and not host.local:
+        host.push([library])
+
+
+def read_stats(applied: dict[str, Any], host: LabHost | None = None) -> dict[str, Any] | None:
+    """The nfqueue delayer's counters now (None for netem), read on the node's `host`."""
     path = applied.get("stats_file")
-    if not path or not Path(path).exists():
+    if not path:
         return None
+    if host is None or host.local:
+        data = Path(path).read_bytes() if Path(path).exists() else b""
+    else:
+        data = host.read_bytes(Path(path))
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(data) if data else None
     except ValueError:
         return None
 

@@ -10,9 +10,8 @@ as received (`answers/<qname>.tcp.bin`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import dns.message
 
@@ -20,40 +19,29 @@ import zones
 from dnslab import probe
 from dnslab.errors import LabError
 from dnslab.lab import Lab
-from dnslab.nsenter import in_netns
 from zones import model, wire
 
-T = TypeVar("T")
 RESPONSE_COLUMNS = ["server", "records", "kind", "qname", "source", "size", "answer",
                     "authority", "additional", "truncated", "rcode", "missing", "extra",
                     "size_full_compression"]
 
 
-def ask(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.Answer:
+def question(server: str, name: str, rdtype: str, tcp: bool, payload: int) -> probe.Query:
     """One non-recursive query with EDNS `payload`, as the F1 client sends it."""
-    return probe.query(server, name, rdtype, timeout=2.0, tcp=tcp, payload=payload,
-                       recursion=False)
+    return probe.Query(server, name, rdtype, timeout=2.0, tcp=tcp,
+                       options={"payload": payload, "recursion": False})
 
 
-Asker = Callable[[str, str, str, bool, int], probe.Answer]
-
-
-def from_client(lab: Lab, client: str, probe_all: Callable[[Asker], T]) -> T:
-    """`probe_all(ask)` with every query sent from inside the `client` node: in a thread
-    that joined its namespace on this machine, one host command a query on another host."""
-    if lab.host(client).local:
-        return in_netns(lab.netns(client), lambda: probe_all(ask))
-
-    def ask_there(server: str, name: str, rdtype: str, tcp: bool, payload: int
-                  ) -> probe.Answer:
-        answer = lab.ask(client, server, name, rdtype, timeout=2.0, tcp=tcp, payload=payload,
-                         recursion=False)
+def from_client(lab: Lab, client: str, queries: list[probe.Query]) -> list[probe.Answer]:
+    """The answers to `queries`, each sent from inside the `client` node one after the
+    other: in a thread that joined its namespace on this machine, in one host command for
+    them all on another host. A query nobody answered is a LabError."""
+    answers = lab.ask_many(client, queries)
+    for asked, answer in zip(queries, answers, strict=True):
         if answer is None:
-            raise LabError(f"{server} did not answer {name} {rdtype} from {client}",
-                           hint="see the server's log in the cell folder")
-        return answer
-
-    return probe_all(ask_there)
+            raise LabError(f"{asked.server} did not answer {asked.name} {asked.rdtype} "
+                           f"from {client}", hint="see the server's log in the cell folder")
+    return [a for a in answers if a is not None]
 
 
 def compare_with_model(received_wire: bytes, full: dns.message.Message) -> dict[str, Any]:
@@ -80,28 +68,28 @@ def response_rows(lab: Lab, client: str, node: str, zone_set: zones.ZoneSet, ser
         raise LabError(f"zone set {zone_set.set_id} lists no TAC or APN names",
                        hint="regenerate it with the current zones package (3gpp generator)")
     target = lab.address(node)
-
-    def probe_all(ask: Asker) -> list[dict[str, Any]]:
-        rows = []
-        for kind, name in names:
-            base = {"server": server, "records": records, "kind": kind, "qname": name}
-            full = model.full_response(zone, name, "NAPTR", payload)
-            for source in ("udp", "tcp"):
-                r = ask(target, name, "NAPTR", tcp=source == "tcp", payload=payload)
-                rows.append({**base, "source": source, "size": r.size, "answer": r.answers,
-                             "authority": r.authority, "additional": r.additional,
-                             "truncated": r.truncated, "rcode": r.rcode,
-                             **(compare_with_model(r.wire, full) if source == "tcp" else {})})
-                if source == "tcp" and keep is not None:
-                    keep.mkdir(parents=True, exist_ok=True)
-                    (keep / f"{name.rstrip('.')}.tcp.bin").write_bytes(r.wire)
-            m = model.measure_message(full, payload)
-            rows.append({**base, "source": "model", "size": m.size, "answer": m.answer,
-                         "authority": m.authority, "additional": m.additional,
-                         "truncated": m.truncated, "rcode": m.rcode})
-        return rows
-
-    return from_client(lab, client, probe_all)
+    sources = ("udp", "tcp")
+    answers = iter(from_client(lab, client, [
+        question(target, name, "NAPTR", source == "tcp", payload)
+        for _kind, name in names for source in sources]))
+    rows = []
+    for kind, name in names:
+        base = {"server": server, "records": records, "kind": kind, "qname": name}
+        full = model.full_response(zone, name, "NAPTR", payload)
+        for source in sources:
+            r = next(answers)
+            rows.append({**base, "source": source, "size": r.size, "answer": r.answers,
+                         "authority": r.authority, "additional": r.additional,
+                         "truncated": r.truncated, "rcode": r.rcode,
+                         **(compare_with_model(r.wire, full) if source == "tcp" else {})})
+            if source == "tcp" and keep is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                (keep / f"{name.rstrip('.')}.tcp.bin").write_bytes(r.wire)
+        m = model.measure_message(full, payload)
+        rows.append({**base, "source": "model", "size": m.size, "answer": m.answer,
+                     "authority": m.authority, "additional": m.additional,
+                     "truncated": m.truncated, "rcode": m.rcode})
+    return rows
 
 
 def response_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -144,10 +132,9 @@ def truncated_share(lab: Lab, client: str, node: str, query_file: Path, payload:
             if len(parts) >= 2 and not parts[0].startswith("#"):
                 counts[(parts[0], parts[1])] += 1
     target = lab.address(node)
-
-    def probe_all(ask: Asker) -> dict[tuple[str, str], bool]:
-        return {key: ask(target, key[0], key[1], False, payload).truncated for key in counts}
-
-    truncated = from_client(lab, client, probe_all)
+    keys = list(counts)
+    answers = from_client(lab, client, [question(target, name, rdtype, False, payload)
+                                        for name, rdtype in keys])
+    truncated = {key: answer.truncated for key, answer in zip(keys, answers, strict=True)}
     total = sum(counts.values())
     return sum(n for key, n in counts.items() if truncated[key]) / total if total else 0.0

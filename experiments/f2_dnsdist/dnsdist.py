@@ -7,7 +7,10 @@ Lab `dnsdist`, its nodes found by role (`DnsdistNodes`): the `frontend` (dnsdist
 
 Placement (dnslab/cpus.py): the client runs on its own core(s) (GENERATOR_CPUS, default the
 last core), `frontend` and `sink` on the others (SERVER_CPUS); SHARE_CORES=1 puts everything
-on every core. The placement is in meta.json and in every cell.
+on every core. Across hosts (HOSTS=) the client is on the generator's host and `frontend` and
+`sink` on the server's, each on every CPU of its own host: the ceiling cell floods the sink
+through the same VXLAN path, and `server_cores` (what the claims judge) counts the server
+host's CPUs. The placement is in meta.json and in every cell.
 
 Generators (GENERATOR):
 - `kxdpgun` (default): Knot's XDP generator, an open-loop flood at FLOOD_QPS from the XDP
@@ -38,10 +41,11 @@ per trial; kxdpgun: `sent`, `received`, `duration_s`, `offered_qps`, `qps`,
 dnsperf: `sent`, `completed`, `lost`, `run_time_s`, `qps`, `failures_per_s`,
 `avg_latency_ms`, ..., plus `t_start`, `t_end` (s since the cell's monitors started),
 `server_cpu_pct` (the daemon's mean over the trial) and `server_cores_busy_pct`,
-`generator_cores_busy_pct` (monitor/cores.csv over the trial)), `<generator>-<trial>.txt`
+`generator_cores_busy_pct` (monitor/cores.csv over the trial; across hosts each side's from
+its host's `cores-<host>.csv`)), `<generator>-<trial>.txt`
 (raw), with dnsperf and LATENCY_HISTOGRAM=true `latency-<trial>.csv` (every answer's latency
 binned, from dnsperf -v: columns `upper_s`, `count`; kxdpgun measures no latency),
-`monitor/<server node>.csv`, `monitor/cores.csv`.
+`monitor/<server node>.csv`, `monitor/cores.csv` (across hosts `monitor/cores-<host>.csv`).
 `cell.json` figures:
 - `qps` (answers per second), `failures_per_s` (queries without answer per second),
   `offered_qps`: medians over the trials; `qps_trials`, `failures_per_s_trials`;
@@ -209,14 +213,16 @@ def listeners(run: Run) -> None:
             results[variant] = figures
 
 
-def _window_means(cell: Cell, server: str, placement: cpus.Placement, t_start: float,
-                  t_end: float) -> dict[str, Any]:
-    monitor = cell.path / "monitor"
+def _window_means(cell: Cell, server: str, client: str, placement: cpus.Placement,
+                  t_start: float, t_end: float) -> dict[str, Any]:
+    """The trial's means: the server daemon's CPU, and each side's cores as its own host
+    counted them (one cores.csv when the lab is on one host)."""
     return {"t_start": round(t_start, 3), "t_end": round(t_end, 3),
-            "server_cpu_pct": mean_cpu(monitor / f"{server}.csv", t_start, t_end),
-            "server_cores_busy_pct": mean_cores(monitor / "cores.csv", placement.server,
+            "server_cpu_pct": mean_cpu(cell.path / "monitor" / f"{server}.csv", t_start,
+                                       t_end),
+            "server_cores_busy_pct": mean_cores(cell.cores_csv(server), placement.server,
                                                  t_start, t_end),
-            "generator_cores_busy_pct": mean_cores(monitor / "cores.csv",
+            "generator_cores_busy_pct": mean_cores(cell.cores_csv(client),
                                                     placement.generator, t_start, t_end)}
 
 
@@ -251,7 +257,7 @@ def _flood(cell: Cell, client: str, server: str, qfile: Path, params: dict[str, 
         rows.append({"trial": trial, **result.row()})
         # the monitors write once a second: the last second of the trial is in the next row
         time.sleep(1.1)
-        rows[-1].update(_window_means(cell, server, placement, t_start, t_end))
+        rows[-1].update(_window_means(cell, server, client, placement, t_start, t_end))
         perf.write_rows(cell.path / "trials.csv", rows)
     monitors.stop()
     figures: dict[str, Any] = {

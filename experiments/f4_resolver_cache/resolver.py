@@ -23,7 +23,11 @@ after up to ~4.9 s, holding dnsperf's outstanding-query slots, so that more `-q`
 Placement (`Run.placement`): the client (dnsperf, resperf) on the generator's CPUs (the
 last core), the resolver and the emulated internet's servers on the others (SHARE_CORES=1:
 every node on every core, said in the run); Unbound's num-threads is the number of the
-resolver's CPUs unless `cores` says otherwise. Recorded in meta.json and in every cell.
+resolver's CPUs unless `cores` says otherwise. Across hosts (HOSTS=) the client is on the
+generator's host and the resolver, the emulated internet and its WAN emulation on the
+server's host, each side on every CPU of its own host; the ceiling's responder answers at
+the resolver's address there, through the same VXLAN path. Recorded in meta.json and in
+every cell.
 
 First, unless `ceiling: false`, `phase=ceiling`: the generator's own ceiling for exactly the
 cells' dnsperf command (one pass over the list at each `-q`; with `warm_s` > 0 also the warm
@@ -83,11 +87,10 @@ from typing import Any
 
 import zones
 from dnslab import cpus, paths
-from dnslab.counters import read_series, tables_in
+from dnslab.counters import read_series
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
-from dnslab.nsenter import run_in
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.topology import LAN, Topology, spare_addresses
@@ -186,15 +189,24 @@ def add_dead_addresses(lab: Lab, nodes: ResolverNodes, addresses: list[str]) -> 
     loses everything also loses ARP replies under netem, and a query that never leaves the
     resolver would not reach the node (nor be counted by the leak check)."""
     dead = nodes.tiers["sld-dead"]
-    hint = "the resolver lab needs iproute2 and nsenter on the host (make setup)"
-    for address in addresses[1:]:
-        run_in(lab.netns(dead), ["ip", "addr", "add", f"{address}/{LAN.prefixlen}", "dev",
-                                 "eth1"], hint=hint)
-    shown = run_in(lab.netns(dead), ["ip", "-j", "link", "show", "dev", "eth1"], hint=hint)
-    link = json.loads(shown.stdout)[0]["address"]
-    for address in addresses:
-        run_in(lab.netns(nodes.resolver), ["ip", "neigh", "replace", address, "lladdr", link,
-                                          "dev", "eth1", "nud", "permanent"], hint=hint)
+    _ip_in(lab, dead, [f"addr add {a}/{LAN.prefixlen} dev eth1" for a in addresses[1:]])
+    link = json.loads(_ip_in(lab, dead, ["link show dev eth1"], "-j"))[0]["address"]
+    _ip_in(lab, nodes.resolver, [f"neigh replace {a} lladdr {link} dev eth1 nud permanent"
+                                 for a in addresses])
+
+
+def _ip_in(lab: Lab, node: str, commands: list[str], *options: str) -> str:
+    """`ip` commands in a node's network namespace, on the node's host, in one `ip -batch`
+    (one round trip to a host, however many addresses); nsenter, so the node itself needs no
+    capability for it. Their output."""
+    if not commands:
+        return ""
+    try:
+        argv = ["nsenter", f"--net={lab.netns(node)}", "ip", *options, "-batch", "-"]
+        return lab.host(node).run(argv, input="\n".join(commands) + "\n").stdout
+    except LabError as exc:
+        raise LabError(exc.message, hint="the resolver lab needs iproute2 and nsenter on "
+                                         "the host (make setup)") from None
 
 
 def flush(lab: Lab, cell: Cell, node: str) -> None:
@@ -203,10 +215,6 @@ def flush(lab: Lab, cell: Cell, node: str) -> None:
 
 
 # --- no-leak evidence --------------------------------------------------------------------
-
-def _udp_counters(lab: Lab, node: str) -> dict[str, int]:
-    return tables_in(lab.netns(node)).get("Udp", {})
-
 
 def _received(counters: dict[str, int]) -> int:
     # a datagram dropped on a full socket buffer or sent to a closed port still arrived
@@ -240,7 +248,8 @@ class LeakCheck:
 
         def unchanged() -> dict[str, dict[str, int]] | None:
             nonlocal last
-            now = {n: _udp_counters(self.lab, n) for n in nodes}
+            # one read per host: across hosts a node's counters cost a round trip
+            now = {n: tables.get("Udp", {}) for n, tables in self.lab.tables_of(nodes).items()}
             quiet, last = now == last, now
             return now if quiet else None
 

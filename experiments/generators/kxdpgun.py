@@ -96,6 +96,7 @@ def kxdpgun(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
     `server` (a lab address): it sends at `qps` whatever the answers do, from the XDP socket
     of the node's `iface`, its one sending thread on CPU `cpu`; raw output in `out`."""
     check_lab_address(server)
+    lab.push(node, [query_file])  # read on the node's host
     argv = ["kxdpgun", "-t", f"{max(1, round(duration_s))}", "-Q", str(max(1, int(qps))),
             "-b", str(batch), "-F", str(cpu), "-I", iface, "-R", remote_mac,
             "-i", str(query_file), server]

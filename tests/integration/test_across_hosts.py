@@ -23,10 +23,11 @@ from dnslab.errors import LabError
 from dnslab.hosts import Inventory, load_inventory
 from dnslab.results import read_meta
 from dnslab.runtime import clab
+from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
 DAEMONS = "named|knotd|nsd|dnsdist|unbound"
-LABS = ("reference", "tcpauth")  # what this module brings up
+LABS = ("reference", "tcpauth")  # what this module brings up on clab (the others: netns)
 
 
 def images_by_host() -> dict[str, list[str]]:
@@ -235,4 +236,127 @@ def test_a_load_experiment_with_the_generator_on_host_b(
     lines = [v["line"] for v in verdicts.values()]
     assert all(line.startswith("Not applicable: ") and len(line) > 20 for line in lines), lines
     assert lab_engine.leftovers("tcpauth") == []
+    assert nothing_left(inventory) == {}
+
+
+def across_hosts_run(inventory: Inventory, name: str, args: list[str]) -> experiment.Run:
+    """An experiment at SCALE=ci with the generator on host b and the servers on host a;
+    checked: it completed, every cell on the hosts and CPUs the placement says."""
+    run = experiment.run_experiment(name, ["SCALE=ci", "RUNTIME=netns",
+                                           f"HOSTS={inventory.path}", *args])
+    meta = read_meta(run.path)
+    assert meta["complete"] is True
+    placed = meta["placement"]
+    for side, host in {"generator": "b", "server": "a"}.items():  # every CPU of its host
+        assert (placed[f"{side}_host"], placed[f"{side}_cpus"]) == (
+            host, inventory.hosts[host].cpus)
+    # a full-size packet crossed the LAN both ways before the servers were waited for
+    assert meta["hosts"]["vxlan"]["mtu_crossed"] == {"a->b": 1450, "b->a": 1450}
+    for cell_id, cell in meta["cells"].items():
+        assert cell["status"] == "complete", cell_id
+        assert {n for n, h in cell["hosts"].items() if h == "b"} == {"client"}, cell_id
+        assert cell["placement"]["client"] == inventory.hosts["b"].cpus, cell_id
+    return run
+
+
+def test_dnsdist_listeners_with_the_flood_from_host_b(
+        inventory: Inventory, hosts_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kxdpgun floods from the client on host b over the VXLAN; dnsdist and the sink (the
+    ceiling's target, the same path) on host a; the claims count host a's one core."""
+    monkeypatch.setattr(paths, "RESULTS", hosts_results)
+    run = across_hosts_run(inventory, "dnsdist-listeners", [])
+    meta = read_meta(run.path)
+    server_cpus = meta["placement"]["server_cpus"]
+    figures = cell_figures(run)
+    for cell_id, fig in figures.items():
+        # open loop: the CI rate (20,000 qps) sent from host b, answered from host a
+        assert fig["offered_qps"] == pytest.approx(20000, rel=0.05), cell_id
+        assert fig["qps"] > 1000 and 0 < fig["generator_cpu_pct"] <= 105.0, cell_id
+        assert meta["cells"][cell_id]["affinity"][fig["server"]] == server_cpus
+        trial = next(csv.DictReader(open(run.path / "cells" / cell_id / "trials.csv")))
+        assert int(trial["rcode_REFUSED"]) == int(trial["received"]) > 0
+        # each side's cores as its own host counted them
+        assert trial["server_cores_busy_pct"] != "" and trial["generator_cores_busy_pct"] != ""
+    assert figures["variant=ceiling"]["ceiling_qps"] == figures["variant=ceiling"]["offered_qps"]
+    tuned = figures["variant=tuned"]
+    assert tuned["listeners"] == tuned["server_cores"] == 1  # host a lends one CPU
+    verdicts = {v["claim_id"]: v for v in analysed(run)["verdicts"]}
+    assert set(verdicts) == set(run.spec.claims)
+    # as on one host: the gain needs 8 cores of the server's host
+    gain = verdicts["F2.qps-gain"]
+    assert gain["status"] == "not_applicable" and "1 core(s)" in gain["detail"], gain
+    # the failures claim judged on the cells' own counts, as on one host
+    untuned = figures["variant=untuned"]["failures_per_s"]
+    drop = verdicts["F2.failures-drop"]
+    if untuned < 10:
+        assert drop["status"] == "not_applicable" and "nothing to remove" in drop["detail"]
+    else:
+        assert drop["status"] != "not_applicable" and f"{untuned:,.1f} ->" in drop["measured"]
+    assert lab_engine.leftovers("dnsdist") == []
+    assert nothing_left(inventory) == {}
+
+
+def test_resolver_cache_with_the_internet_and_its_wan_on_host_a(
+        inventory: Inventory, hosts_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dnsperf on host b; Unbound, the emulated internet and its WAN emulation on host a (the
+    NFQUEUE delayer where the kernel has no netem, with this machine's NetfilterQueue copied
+    there); one -q step, no resperf, to keep CI short."""
+    monkeypatch.setattr(paths, "RESULTS", hosts_results)
+    run = across_hosts_run(inventory, "resolver-cache", ["OUTSTANDING=100", "RESPERF=false"])
+    meta = read_meta(run.path)
+    figures = cell_figures(run)
+    ceiling = figures.pop("phase=ceiling")
+    cold, warm = figures["cache=cold,outstanding=100"], figures["cache=warm,outstanding=100"]
+    for fig in (cold, warm):
+        assert fig["sent"] == 1000 and fig["rcode_NOERROR"] > 800
+    # the internet is tens of milliseconds away, on host a; the warm pass is served
+    assert cold["avg_latency_ms"] > 20 and warm["avg_latency_ms"] < cold["avg_latency_ms"] / 3
+    # dnsperf's ceiling for the same pass, from host b against host a, in this run
+    assert len(ceiling["ceiling_qps_trials_q100"]) == 2
+    assert ceiling["ceiling_qps_q100"] > cold["qps"]
+    cell = meta["cells"]["cache=cold,outstanding=100"]
+    assert cell["hosts"]["resolver"] == cell["hosts"]["sld-dead"] == "a"
+    wan = cell["wan"]
+    assert set(wan) == {"root", "tld", "sld", "sld-slow", "sld-dead", "sld-broken"}
+    assert wan["sld"]["delay_ms"] == 40 and wan["root"]["readback"]
+    if wan["root"]["backend"] == "nfqueue":  # its counters read back from host a
+        assert cell["wan_counters"]["sld"]["accepted"] > 100
+    for cell_id, fig in figures.items():  # nothing left the lab, on either host
+        assert fig["leak_datagrams"] == 0 and fig["outside_lab_packets"] == 0, cell_id
+        assert fig["routes"] and all(r.startswith("198.18.0.0/24 ") for r in fig["routes"])
+    # judged as on one host with these parameters: the cold latency is; the cold/warm pair
+    # is unless the cold passes were quicker than the seed's (~105 ms at this scale, on one
+    # host too); the claims over several -q steps say this run has one
+    verdicts = {v["claim_id"]: v for v in analysed(run)["verdicts"]}
+    assert set(verdicts) == set(run.spec.claims)
+    for claim in ("F4.warm-scales-with-q", "F4.cold-q-effect"):
+        assert verdicts[claim]["status"] == "not_applicable", verdicts[claim]
+    assert verdicts["F4.cold-latency"]["status"] in ("reproduced", "not_reproduced")
+    over = verdicts["F4.warm-over-cold"]
+    assert over["status"] in ("reproduced", "not_reproduced") or \
+        "cold passes averaged" in over["detail"], over
+    assert lab_engine.leftovers("resolver") == []
+    assert nothing_left(inventory) == {}
+
+
+def test_an_underlay_that_drops_full_size_packets_is_one_line_naming_the_mtu(
+        inventory: Inventory) -> None:
+    """The hosts' interfaces say 1500, but the underlay's ports carry 1400: the VXLAN's 1450
+    does not cross, and lab up says so in one line before any server is waited for."""
+    from dnslab.emulate import UNDERLAY_NS
+    from dnslab.nsenter import ip
+
+    ports = [f"ul-{name}" for name in inventory.hosts]
+    for port in ports:
+        ip("-n", UNDERLAY_NS, "link", "set", port, "mtu", "1400")
+    try:
+        with pytest.raises(LabError) as caught:
+            lab_engine.up("dnsdist", runtime="netns", inventory=inventory)
+    finally:
+        for port in ports:
+            ip("-n", UNDERLAY_NS, "link", "set", port, "mtu", "1500")
+    assert "the lab LAN's MTU 1450 does not cross from host 'a' to host 'b'" in \
+        caught.value.message
+    assert "vxlan: {mtu: 13" in (caught.value.hint or "") and "\n" not in caught.value.one_line()
+    assert lab_engine.leftovers("dnsdist") == []
     assert nothing_left(inventory) == {}

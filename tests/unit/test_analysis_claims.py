@@ -417,3 +417,17 @@ def test_smallest_delay_judges_the_axfr_by_the_secondarys_log(tmp_path: Path) ->
     assert v["line"] == ("Reproduced: AXFR +0.000-+0.001 s by the secondaries' logs (seed: "
                          "-0.646..+0.354 s)"), v["line"]
     assert "+0.225 s from process start" in v["measured"], v["measured"]
+
+
+def test_the_cores_condition_counts_the_cores_of_the_host_the_server_ran_on() -> None:
+    """Across hosts the server's machine is its host, not the controller that ran the run."""
+    from analysis.claim import cores_condition
+
+    one_host = {"machine": {"cpus": 2}, "placement": {"server_cpus": "0"}}
+    assert cores_condition(one_host, 4, "Unbound") == "Unbound on 1 of 2 cores (seed: 4)"
+    across = {"machine": {"cpus": 2},
+              "placement": {"server_cpus": "0-7", "server_host": "lab", "generator_host": "gen"},
+              "hosts": {"facts": {"lab": {"cpus": list(range(16))}, "gen": {"cpus": [0]}}}}
+    assert cores_condition(across, 4, "Unbound") == "Unbound on 8 of 16 cores (seed: 4)"
+    assert cores_condition({**across, "placement": {**across["placement"],
+                                                    "server_cpus": "0-3"}}, 4, "Unbound") == ""

@@ -78,6 +78,43 @@ def test_tcp_share_of_the_seed_mix() -> None:
     assert responses.tcp_share_of(0.0) == 0.0
 
 
+class BatchLab:
+    """A lab whose client asks a batch of queries at once (`Lab.ask_many`): the names that
+    start with "big" come back truncated, "gone" gets no answer."""
+
+    def __init__(self) -> None:
+        self.batches: list[list] = []
+
+    def address(self, node: str) -> str:
+        return "198.18.0.11"
+
+    def ask_many(self, node: str, queries: list) -> list:
+        from dnslab import probe
+
+        self.batches.append(queries)
+        return [None if q.name.startswith("gone") else probe.Answer(
+            rcode="NOERROR", authoritative=True, answers=1, serial=None, size=100,
+            truncated=q.name.startswith("big")) for q in queries]
+
+
+def test_the_truncated_share_asks_each_distinct_query_once_in_one_batch(tmp_path) -> None:
+    """On another host a batch is one host command, not one round trip a query."""
+    qfile = tmp_path / "queries.txt"
+    qfile.write_text("big.a.test. NAPTR\nsmall.a.test. A\nbig.a.test. NAPTR\n"
+                     "small.a.test. A\n# comment\nsmall.b.test. AAAA\n")
+    lab = BatchLab()
+    share = responses.truncated_share(lab, "client", "primary", qfile, 4096)  # type: ignore
+    assert share == pytest.approx(2 / 5)
+    (batch,) = lab.batches
+    assert [(q.name, q.rdtype, q.tcp) for q in batch] == [
+        ("big.a.test.", "NAPTR", False), ("small.a.test.", "A", False),
+        ("small.b.test.", "AAAA", False)]
+    assert batch[0].options == {"payload": 4096, "recursion": False}
+    qfile.write_text("gone.a.test. A\n")
+    with pytest.raises(LabError, match="198.18.0.11 did not answer gone.a.test. A from client"):
+        responses.truncated_share(lab, "client", "primary", qfile, 4096)  # type: ignore
+
+
 BASE = {"udp_payload": 4096, "bind_options": {"minimal_responses": "no"},
         "bind_tuned": {"tcp-clients": 10000, "tcp-listen-queue": 65535},
         "knot_options": {}, "knot_tuned": {"tcp-max-clients": 10000, "server": {"tcp-workers": 4}},

@@ -192,6 +192,111 @@ def test_a_node_without_a_cpu_set_gets_its_hosts_inventory_cpus(tmp_path: Path) 
     assert "sec-bind" not in data.cpu_sets  # host lab lends every CPU: no set
 
 
+class ProbingHost:
+    """A host whose `lan-mtu` host command answers as given, and records what it was asked."""
+
+    def __init__(self, name: str, found: dict[str, Any]):
+        self.name, self.found, self.local, self.asked = name, found, False, []
+
+    def call(self, verb: str, **args: Any) -> Any:
+        assert verb == "lan-mtu"
+        self.asked.append(args)
+        return self.found
+
+
+def probed_state(tmp_path: Path, found: dict[str, Any]) -> tuple[LabState, ProbingHost]:
+    state, _ = split_state({}, tmp_path)
+    state.vxlan = {"mtu": 1450, "port": 4789}
+    for node, address in (("primary", "198.18.0.11"), ("client", "198.18.0.12")):
+        state.nodes[node].netns = f"/run/netns/{node}"
+        state.nodes[node].address = address
+    prober = ProbingHost("lab", found)
+    for name in ("lab", "gen"):
+        state.hosts_handle()._hosts[name] = prober  # type: ignore[assignment]
+    return state, prober
+
+
+def test_a_full_size_packet_crosses_between_every_pair_of_hosts(tmp_path: Path) -> None:
+    state, prober = probed_state(tmp_path, {"small": True, "full": True, "largest": 1450})
+    assert multihost.check_lan_mtu(state) == {"lab->gen": 1450, "gen->lab": 1450}
+    assert [(a["netns"], a["target"], a["mtu"]) for a in prober.asked] == [
+        ("/run/netns/primary", "198.18.0.12", 1450), ("/run/netns/client", "198.18.0.11", 1450)]
+
+
+@pytest.mark.parametrize("found, message, hint", [
+    ({"small": True, "full": False, "largest": 1380},
+     "the lab LAN's MTU 1450 does not cross from host 'lab' to host 'gen' (primary to client): "
+     "a 1450-byte packet was dropped, 1380 bytes crossed", "vxlan: {mtu: 1380}"),
+    ({"small": True, "full": False, "largest": None},
+     "a 1450-byte packet was dropped, nor did 1280 bytes", "carries 1330 bytes"),
+    ({"small": False, "full": None, "largest": None},
+     "the lab LAN does not reach from host 'lab' to host 'gen'", "UDP port 4789"),
+])
+def test_an_underlay_that_drops_large_packets_is_one_line_naming_the_mtu(
+        tmp_path: Path, found: dict[str, Any], message: str, hint: str) -> None:
+    state, _ = probed_state(tmp_path, found)
+    with pytest.raises(LabError) as caught:
+        multihost.check_lan_mtu(state)
+    assert message in caught.value.message and hint in (caught.value.hint or "")
+    assert "\n" not in caught.value.one_line()
+
+
+def test_lan_mtu_bisects_to_the_largest_packet_that_crossed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six packets at most (the far kernel answers six ICMP errors in a burst): a small one,
+    the full MTU, the floor, then three halvings."""
+    sent: list[int] = []
+
+    def crosses(target: str, size: int, timeout: float) -> bool:
+        sent.append(size)
+        return size <= 1380
+
+    monkeypatch.setattr(hostcmd, "datagram_crosses", crosses)
+    monkeypatch.setattr("dnslab.nsenter.in_netns", lambda path, fn: fn())
+    found = hostcmd.lan_mtu("/run/netns/x", "198.18.0.11", 1450)
+    assert found["small"] and found["full"] is False
+    assert 1380 - (1450 - 1280) / 8 <= found["largest"] <= 1380
+    assert len(sent) == 6 and sent[:3] == [100, 1450, 1280]
+    sent.clear()
+    monkeypatch.setattr(hostcmd, "datagram_crosses", lambda t, size, o: size <= 1450)
+    assert hostcmd.lan_mtu("/run/netns/x", "198.18.0.11", 1450)["largest"] == 1450
+
+
+def test_a_packet_to_a_closed_port_comes_back_refused() -> None:
+    """On loopback (MTU 65536): the kernel answers port 9 with ICMP port unreachable."""
+    assert hostcmd.datagram_crosses("127.0.0.1", 1450, timeout=1.0) is True
+    assert hostcmd.datagram_crosses("127.0.0.1", 70000 - 100, timeout=1.0) is None  # > MTU
+
+
+class TablesHost:
+    """A host answering `tables-of` with each namespace's name as its counter."""
+
+    def __init__(self, name: str):
+        self.name, self.local, self.asked = name, False, []
+
+    def call(self, verb: str, **args: Any) -> Any:
+        assert verb == "tables-of"
+        self.asked.append(args["netns"])
+        return {ns: {"Udp": {"InDatagrams": len(ns)}} for ns in args["netns"]}
+
+
+def test_many_nodes_counters_are_read_in_one_host_command_per_host(tmp_path: Path) -> None:
+    from dnslab.lab import Lab
+
+    state, _ = split_state({}, tmp_path)
+    state.nodes["sec"] = NodeState(name="sec", role="", server="nsd", address="", netns="",
+                                   log="", host="lab")
+    for name, node in state.nodes.items():
+        node.netns = f"/run/netns/{name}"
+    hosts = {name: TablesHost(name) for name in ("lab", "gen")}
+    state.hosts_handle()._hosts.update(hosts)  # type: ignore[arg-type]
+    found = Lab(None, state, None).tables_of(["primary", "client", "sec"])  # type: ignore
+    assert found["sec"] == {"Udp": {"InDatagrams": len("/run/netns/sec")}}
+    assert set(found) == {"primary", "client", "sec"}
+    assert hosts["lab"].asked == [["/run/netns/primary", "/run/netns/sec"]]
+    assert hosts["gen"].asked == [["/run/netns/client"]]
+
+
 class FakeClabHost(FakeHost):
     """Another machine whose `facts` and `clab-facts` (its engine, containerlab, images) are
     given, and whose clock is this one's."""

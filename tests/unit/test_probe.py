@@ -198,3 +198,26 @@ def test_wait_until_passes_the_checks_error_on_at_once() -> None:
     with pytest.raises(LabError, match="exited"):
         wait_until(check, timeout=30, what="x")
     assert time.monotonic() - start < 1
+
+
+def test_a_batch_of_queries_is_asked_in_order_with_none_where_nothing_answered(
+        responder: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`try_queries_in` (what the `queries` host command runs on a lab host): every query
+    from one thread in the node's namespace (here the test's own), answers in order."""
+    joined: list[str] = []
+    monkeypatch.setattr(probe, "in_netns", lambda path, fn: joined.append(path) or fn())
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        asked = [probe.Query("127.0.0.1", "z0.test.", options={"port": responder}),
+                 probe.Query("127.0.0.1", NAME, "NAPTR", timeout=2, tcp=True,
+                             options={"port": responder, "payload": 4096,
+                                      "recursion": False}),
+                 probe.Query("127.0.0.1", "z0.test.", timeout=0.2,
+                             options={"port": silent.getsockname()[1]})]
+        first, full, silent_answer = probe.try_queries_in("/run/netns/x", asked)
+    assert joined == ["/run/netns/x"]  # one thread joins the namespace for all of them
+    assert first is not None and first.serial == 7
+    assert full is not None and full.answers == RECORDS and not full.truncated
+    assert silent_answer is None
+    with pytest.raises(LabError, match="not a lab address"):
+        probe.try_queries_in("/run/netns/x", [probe.Query("192.0.2.1", NAME)])

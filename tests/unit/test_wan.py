@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,47 @@ def test_delayer_counters_are_read_back_for_nfqueue_only(tmp_path):
     stats.write_text('{"queued": 5, "accepted": 4, "dropped": 1}')
     assert wan.read_stats({"backend": "nfqueue", "stats_file": str(stats)})["dropped"] == 1
     assert wan.read_stats({"backend": "netem"}) is None
+
+
+class RemoteHost:
+    """Another host: what it is asked to run and copy is recorded."""
+
+    local = False
+    name = "a"
+
+    def __init__(self, files: dict[str, bytes] | None = None):
+        self.calls: list[tuple[str, dict]] = []
+        self.pushed: list = []
+        self.files = files or {}
+
+    def call(self, verb, **args):
+        self.calls.append((verb, args))
+        return {"backend": "nfqueue", "stats_file": "/b/labs/r/wan/sld.json"}
+
+    def push(self, sources):
+        self.pushed += list(sources)
+
+    def read_bytes(self, path, offset=0):
+        return self.files.get(str(path), b"")
+
+
+def test_wan_on_a_node_of_another_host_is_applied_there_with_this_nfqueue(tmp_path):
+    """The delayer runs on the node's host, with the NetfilterQueue package this machine has
+    (copied there first: no Debian package has it), and its counters are read there."""
+    import netfilterqueue
+
+    library = Path(netfilterqueue.__file__).parent
+    host = RemoteHost({"/b/labs/r/wan/sld.json": b'{"accepted": 9}'})
+    wan.ship_delayer(host)
+    assert host.pushed == [library]
+    applied = wan.apply_on(host, tmp_path, "sld", "/run/netns/x", wan.LinkShape(40, 15, 0.5),
+                           seed=3)
+    verb, args = host.calls[0]
+    assert verb == "wan-apply" and args["shape"] == {"delay_ms": 40, "jitter_ms": 15,
+                                                     "loss_pct": 0.5}
+    assert args["python_path"] == [str(library.parent)] and args["seed"] == 3
+    assert wan.read_stats(applied, host) == {"accepted": 9}
+    assert wan.read_stats({"stats_file": "/b/none.json"}, host) is None
+    from dnslab.hosts import LOCAL_HOST
+
+    wan.ship_delayer(LOCAL_HOST)  # this machine has it already: nothing to copy
