@@ -52,7 +52,9 @@ def wanted_cpu_set(rendered: RenderedLab, node: Node) -> str:
 def host_cpu_sets(topo: Topology, data: LabData, inventory: Inventory,
                   generator_host: str = "", server_host: str = "") -> None:
     """Give a node without a cpu-set (the experiment's or the topology's) its host's
-    inventory `cpus`, so its rendered worker count is its host's."""
+    inventory `cpus`, so its rendered worker count is its host's; every set is then checked
+    against its own host's CPUs, not this controller's (`data.cpus_per_host`)."""
+    data.cpus_per_host = True
     nodes = {name: (node.role, node.label("host")) for name, node in topo.nodes.items()}
     for name, host in placement(inventory, nodes, generator_host, server_host).items():
         wanted = inventory.spec(host).cpus

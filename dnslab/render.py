@@ -71,6 +71,9 @@ class LabData:
     # how long each node may take to answer its health query (None: DNSLAB_HEALTH_TIMEOUT,
     # 30 s); a primary loading a TLD-scale zone (14 M records) needs minutes
     health_timeout_s: float | None = None
+    # a lab across hosts: which CPUs a node's set names is its own host's business
+    # (multihost.check_cpu_sets against each host's facts), not this controller's
+    cpus_per_host: bool = False
 
 
 @dataclass
@@ -288,7 +291,11 @@ def _per_node_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
 def node_cpu_set(rendered: RenderedLab, node: Node) -> str:
     """The node's CPU placement: the experiment's, else the topology's; "" = any CPU."""
     wanted = rendered.data.cpu_sets.get(node.name) or node.cpu_set
-    return cpus.check(wanted, node.name) if wanted else ""
+    if not wanted:
+        return ""
+    if rendered.data.cpus_per_host:
+        return cpus.format_set(cpus.parse(wanted))
+    return cpus.check(wanted, node.name)
 
 
 def node_mounts(rendered: RenderedLab, node: Node) -> list[str]:

@@ -192,6 +192,25 @@ def test_a_node_without_a_cpu_set_gets_its_hosts_inventory_cpus(tmp_path: Path) 
     assert "sec-bind" not in data.cpu_sets  # host lab lends every CPU: no set
 
 
+def test_a_remote_hosts_cpus_are_not_checked_against_the_controllers(tmp_path: Path) -> None:
+    """A server host with 16 CPUs behind a 2-CPU controller: its nodes' sets render (and
+    count their workers) as given; one machine still refuses a CPU it lacks."""
+    from dnslab import cpus, render, topology
+
+    big = TWO.replace("underlay: 198.19.0.1,", "underlay: 198.19.0.1, cpus: 0-15,")
+    topo = topology.load("reference")
+    many = f"0-{max(cpus.available()) + 8}"
+    data = render.LabData(zones=[], health_zone=".", cpu_sets={"primary": many})
+    multihost.host_cpu_sets(topo, data, inventory(tmp_path, big))
+    rendered = render.RenderedLab(topo, data, tmp_path)
+    assert render.node_cpu_set(rendered, topo.node("primary")) == many
+    assert render.node_cores(rendered, topo.node("primary")) == max(cpus.available()) + 9
+    alone = render.RenderedLab(topo, render.LabData(zones=[], health_zone=".",
+                                                    cpu_sets={"primary": many}), tmp_path)
+    with pytest.raises(LabError, match="which this host does not offer"):
+        render.node_cpu_set(alone, topo.node("primary"))
+
+
 class ProbingHost:
     """A host whose `lan-mtu` host command answers as given, and records what it was asked."""
 
