@@ -342,7 +342,7 @@ class Lab:
                 hint=f"its log: {self.log(name)}", detail=log_tail(self.log(name))) from None
         return healthy
 
-def _new_state(rendered: RenderedLab, runtime: Runtime, split: bool = False) -> LabState:
+def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
     topo = rendered.topology
     state = LabState(lab=topo.name, runtime=runtime.name, topology=str(topo.path),
                      root=str(rendered.root), owner_pid=os.getpid(),
@@ -358,8 +358,7 @@ def _new_state(rendered: RenderedLab, runtime: Runtime, split: bool = False) -> 
             netns="", log=str(render.log_file(rendered.root, node.name)),
             health=check.name if check else "",
             # across hosts a set is checked against its own host's CPUs (multihost)
-            cpu_set=(multihost.wanted_cpu_set(rendered, node) if split
-                     else render.node_cpu_set(rendered, node)),
+            cpu_set=render.node_cpu_set(rendered, node),
             image=node.image, from_image=bool(node.label("image")),
             mounts=render.node_mounts(rendered, node))
     return state
@@ -393,7 +392,7 @@ def up(lab: str | Topology, runtime: str = "auto", data: LabData | None = None,
         # CPUs only, those (rendered before the host is asked anything)
         multihost.host_cpu_sets(topo, data, inventory, generator_host, server_host)
     rendered = render.render(topo, data, out)
-    state = _new_state(rendered, chosen, split=inventory is not None)
+    state = _new_state(rendered, chosen)
     if inventory is None:
         chosen.preflight(rendered)
         state.save()

@@ -30,7 +30,7 @@ from dnslab.hosts import HOST_PYTHON_PACKAGES, VXLAN_OVERHEAD, Host, Inventory, 
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime.base import LabState
 from dnslab.servers import driver
-from dnslab.topology import Node, Topology
+from dnslab.topology import Topology
 
 MIN_PYTHON = (3, 11)
 MIN_LAN_MTU = 1280
@@ -40,13 +40,6 @@ def kind_packages(kind: str) -> set[str]:
     """The Debian packages a node of this kind needs on its host (netns runtime)."""
     d = driver(kind)
     return {p for p in (d.package, *d.commands.values(), *d.files.values()) if p}
-
-
-def wanted_cpu_set(rendered: RenderedLab, node: Node) -> str:
-    """A node's cpu-set (the experiment's, else the topology's), its syntax checked; which
-    CPUs exist is its host's business (`check_cpu_sets`)."""
-    wanted = rendered.data.cpu_sets.get(node.name) or node.cpu_set
-    return cpus.format_set(cpus.parse(wanted)) if wanted else ""
 
 
 def host_cpu_sets(topo: Topology, data: LabData, inventory: Inventory,
