@@ -63,6 +63,20 @@ func startEncrypted(t *testing.T) (map[string]string, *serveStats, *encryptedSta
 	}
 }
 
+// streamTotal runs the generator and returns its `total` line (nil without one).
+func streamTotal(t *testing.T, g *streamGen) *streamReport {
+	t.Helper()
+	var total *streamReport
+	if err := g.run(func(v any) {
+		if r, ok := v.(streamReport); ok && r.Type == "total" {
+			total = &r
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
 // Every transport, closed loop and paced: every query answered, nothing lost, over the
 // connections asked for, and the responder counts what the generator negotiated.
 func TestStreamAgainstTheEncryptedResponder(t *testing.T) {
@@ -91,14 +105,7 @@ func TestStreamAgainstTheEncryptedResponder(t *testing.T) {
 		if c.mode == "doh" {
 			g.tlsConf.NextProtos = []string{"h2"}
 		}
-		var total *streamReport
-		if err := g.run(func(v any) {
-			if r, ok := v.(streamReport); ok && r.Type == "total" {
-				total = &r
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
+		total := streamTotal(t, g)
 		if total == nil || total.Sent == 0 || total.Answered != total.Sent || total.Timeouts != 0 ||
 			total.NetErrors != 0 || total.Mismatched != 0 || total.Reconnects != 0 {
 			t.Fatalf("%s %s at %g qps: %+v", c.mode, c.method, c.rate, total)
@@ -154,12 +161,7 @@ func TestStreamTimesOutOnASilentServer(t *testing.T) {
 	queries, _ := loadQueries(qf, 0)
 	g := &streamGen{cfg: &streamConfig{server: l.Addr().String(), mode: "tcp", queryFile: qf,
 		conns: 2, outstanding: 10, duration: 0.3, timeout: 2e8}, queries: queries}
-	var total *streamReport
-	_ = g.run(func(v any) {
-		if r, ok := v.(streamReport); ok && r.Type == "total" {
-			total = &r
-		}
-	})
+	total := streamTotal(t, g)
 	if total == nil || total.Answered != 0 || total.Sent == 0 || total.Timeouts != total.Sent {
 		t.Errorf("%+v", total)
 	}
@@ -167,7 +169,7 @@ func TestStreamTimesOutOnASilentServer(t *testing.T) {
 
 func TestStreamFlagsRefuseBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"-d", "q"}, {"-s", "127.0.0.1:53"}, {"-s", "127.0.0.1:53", "-d", "q", "-m", "udp"},
+		{"-d", "q"}, {"-s", "127.0.0.1:53"}, {"-s", "127.0.0.1:53", "-d", "q", "-m", "quic"},
 		{"-s", "127.0.0.1:53", "-d", "q", "-c", "10", "-q", "5"},
 		{"-s", "127.0.0.1:53", "-d", "q", "-doh-method", "PUT"},
 	} {
@@ -197,12 +199,7 @@ func TestStreamPerQuery(t *testing.T) {
 		g := &streamGen{cfg: &streamConfig{server: addrs[mode], mode: mode, queryFile: qf,
 			conns: 1, outstanding: 4, duration: 0.5, rate: 200, timeout: 2e9, perQuery: true},
 			queries: queries, tlsConf: &tls.Config{InsecureSkipVerify: true}}
-		var total *streamReport
-		_ = g.run(func(v any) {
-			if r, ok := v.(streamReport); ok && r.Type == "total" {
-				total = &r
-			}
-		})
+		total := streamTotal(t, g)
 		if total == nil || total.Sent < 80 || total.Answered != total.Sent || total.NetErrors != 0 {
 			t.Fatalf("%s: %+v", mode, total)
 		}
