@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -210,38 +211,60 @@ func serveMain(args []string) error {
 	return nil
 }
 
+// serveUDP answers one UDP socket's queries, read and answered in batches (recvmmsg and
+// sendmmsg, as the generator's UDP mode sends them): one system call per batch, so that the
+// responder answers faster than the generators it calibrates can send.
 func serveUDP(u *net.UDPConn, cfg *serveConfig, st *serveStats) {
-	buf := make([]byte, 65536)
-	out := make([]byte, 0, 4096)
+	bc, err := batching(u)
+	if err != nil {
+		return
+	}
+	in := make([]ipv4.Message, udpBatch)
+	answers := make([]ipv4.Message, 0, udpBatch)
+	outs := make([][]byte, udpBatch)
+	for i := range in {
+		in[i].Buffers = [][]byte{make([]byte, 65536)}
+	}
 	// error-diffusion: exactly tcFraction of the answers are truncated, evenly spread
 	acc := 0.0
 	for {
-		n, from, err := u.ReadFromUDPAddrPort(buf)
+		n, err := bc.ReadBatch(in, 0)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		st.udpQueries.Add(1)
-		tc := false
-		if cfg.tcFraction > 0 {
-			acc += cfg.tcFraction
-			if acc >= 1 {
-				acc--
-				tc = true
+		answers = answers[:0]
+		for _, m := range in[:n] {
+			st.udpQueries.Add(1)
+			tc := false
+			if cfg.tcFraction > 0 {
+				acc += cfg.tcFraction
+				if acc >= 1 {
+					acc--
+					tc = true
+				}
 			}
+			k := len(answers)
+			var ok bool
+			outs[k], ok = buildAnswer(outs[k][:0], m.Buffers[0][:m.N], tc, 0)
+			if !ok {
+				st.dropped.Add(1)
+				continue
+			}
+			if tc {
+				st.udpTruncated.Add(1)
+			}
+			answers = append(answers, ipv4.Message{Buffers: [][]byte{outs[k]}, Addr: m.Addr})
 		}
-		var ok bool
-		out, ok = buildAnswer(out[:0], buf[:n], tc, 0)
-		if !ok {
-			st.dropped.Add(1)
-			continue
+		for done := 0; done < len(answers); {
+			sent, err := bc.WriteBatch(answers[done:], 0)
+			if err != nil { // that answer is not sent (as a failed write was before)
+				sent = 1
+			}
+			done += sent
 		}
-		if tc {
-			st.udpTruncated.Add(1)
-		}
-		_, _ = u.WriteToUDPAddrPort(out, from)
 	}
 }
 
