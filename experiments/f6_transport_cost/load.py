@@ -1,11 +1,11 @@
 """F6's load, one trial at a time: one transport from the client node to one address, with
-the generator the run chose for it (dnsperf `-m udp|tcp|dot|doh`, or `dnsload stream` for
-TCP, DoT and DoH over persistent connections), the same command against a server or
-against `dnsload serve` (the generator's ceiling). Every trial gives the same row,
-whichever tool ran it; with `histogram`, the answers' latencies are kept as dnsperf -v's
-histogram file (`upper_s`, `count`), from either tool. `tls_session` reads what a TLS
-listener negotiates with OpenSSL's defaults (dnsperf's library), from the client's
-namespace.
+the generator the run chose for it (dnsperf `-m udp|tcp|dot|doh`, or `dnsload stream -m
+udp|tcp|dot|doh`: UDP sockets, or TCP, DoT and DoH connections kept open), the same command
+against a server or against `dnsload serve` (the generator's ceiling). Every trial gives
+the same row, whichever tool ran it; with `histogram`, the answers' latencies are kept as
+dnsperf -v's histogram file (`upper_s`, `count`), from either tool. `tls_session` reads
+what a TLS listener negotiates with OpenSSL's defaults (dnsperf's library), from the
+client's namespace.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ connection.
 - `server=<kind>` per server: a fresh lab; the warm-up pass (dnsperf over UDP, `-n 1`), its
   figures `warm_*`; then `trials` rounds, each every transport the server serves once
   (the order rotated by one each round, so drift falls on every transport alike), each
-  `trial_s` seconds closed loop: `clients` connections (dnsperf's clients over UDP) with
+  `trial_s` seconds closed loop: `clients` connections (UDP: sockets, dnsperf's clients) with
   `outstanding` queries in flight in all, connections kept open for the whole trial.
   `trials.csv`: one row per trial (`load.ROW_COLUMNS`, `trial`, and over the trial's window
   `server_cores_busy_pct`, `generator_cores_busy_pct`, `server_cpu_pct` (the daemon's),
@@ -168,7 +168,7 @@ def check_params(run: Run) -> dict[str, str]:
     for transport in params["transports"]:
         if transport not in generators:
             raise LabError(f"GENERATORS names no generator for {transport}",
-                           hint="GENERATORS='{udp: dnsperf, tcp: dnsload, dot: dnsload, "
+                           hint="GENERATORS='{udp: dnsload, tcp: dnsload, dot: dnsload, "
                                 "doh: dnsload}'")
         for mode in modes_of(params, transport):
             load_for(params, generators, transport, mode).check()

@@ -6,7 +6,8 @@ load generator for F1's stairs (argv for one step, its JSON totals parsed into a
 node and keeps its own CPU time;
 `serving()` runs `dnsload serve`, the canned responder the generator ceilings are measured
 against, in a node for the length of a block. `stream_argv` / `parse_stream` are `dnsload
-stream`'s command line and totals: queries over persistent TCP, DoT or DoH connections.
+stream`'s command line and totals: queries over UDP sockets or persistent TCP, DoT or DoH
+connections.
 """
 
 from __future__ import annotations
@@ -230,21 +231,22 @@ class DnsloadRunner:
         return round(100 * self.cpu_s / self.wall_s, 1)
 
 
-# --- dnsload stream: queries over persistent TCP, DoT and DoH connections -------------------
+# --- dnsload stream: queries over UDP sockets, persistent TCP, DoT and DoH connections ------
 
-STREAM_TRANSPORTS = ("tcp", "dot", "doh")
+STREAM_TRANSPORTS = ("udp", "tcp", "dot", "doh")
 
 
 def stream_argv(server: str, transport: str, query_file: Path, *, connections: int,
                 outstanding: int, duration_s: float, timeout_s: float,
                 rate: float | None = None, doh_method: str = "GET",
                 doh_path: str = "/dns-query", per_query: bool = False) -> list[str]:
-    """`dnsload stream` against `server` (IP:PORT): `connections` kept open, `outstanding`
-    queries in flight over them, closed loop or paced at `rate`; with `per_query` a new
-    connection per query instead (`outstanding` of them at a time; TCP, DoT)."""
+    """`dnsload stream` against `server` (IP:PORT): `connections` kept open (UDP: sockets,
+    each from a port of its own), `outstanding` queries in flight over them, closed loop or
+    paced at `rate`; with `per_query` a new connection per query instead (`outstanding` of
+    them at a time; TCP, DoT)."""
     if transport not in STREAM_TRANSPORTS:
         raise LabError(f"dnsload stream speaks {', '.join(STREAM_TRANSPORTS)}, not {transport}",
-                       hint="dnsperf for UDP")
+                       hint="TRANSPORTS from: " + ", ".join(STREAM_TRANSPORTS))
     argv = [str(ensure_dnsload()), "stream", "-s", server, "-m", transport, "-d",
             str(query_file), "-c", str(connections), "-q", str(max(outstanding, connections)),
             "-l", f"{duration_s:g}", "-t", f"{timeout_s:g}"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from dnslab.errors import LabError
 from dnslab.paths import BIN
 from experiments.f1_tcp_fallback import stairs
+from experiments.f6_transport_cost.load import Load
 from experiments.generators import dnsload
 from tests.fixtures import stair_protocols as protocols
 
@@ -62,3 +64,43 @@ def test_refuses_outside_target() -> None:
                                 binary=str(DNSLOAD))
     with pytest.raises(LabError, match="refusing target 192.0.2.1"):
         stairs.burst(protocols.local_runner, gen, 100, 1)
+
+
+def test_stream_over_udp_against_calibration_responder(tmp_path: Path) -> None:
+    """`stream_argv` over UDP, read by `parse_stream` as the other transports are: paced at
+    2,000 qps for 1 s over 4 sockets, every query answered by the responder."""
+    port = _free_port()
+    qfile = tmp_path / "queries.txt"
+    qfile.write_text("h1.example.test A\nh2.example.test A\n")
+    server = subprocess.Popen([str(DNSLOAD), "serve", "-a", f"127.0.0.1:{port}", "-l", "20"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(server.stdout.readline())["type"] == "serve_ready"
+        argv = dnsload.stream_argv(f"127.0.0.1:{port}", "udp", qfile, connections=4,
+                                   outstanding=100, duration_s=1, timeout_s=2, rate=2000)
+        assert argv[argv.index("-m") + 1] == "udp"
+        total = dnsload.parse_stream(subprocess.run(argv, capture_output=True, text=True,
+                                                    check=True, timeout=30).stdout)
+    finally:
+        server.terminate()
+        server.wait(timeout=5)
+    assert total["transport"] == "udp" and total["connections"] == 4
+    assert 1900 <= total["sent"] <= 2000
+    assert total["answered"] == total["sent"] and total["timeouts"] == 0
+    assert total["rcodes"] == {"NOERROR": total["sent"]} and total["truncated"] == 0
+
+
+def test_f6_load_takes_dnsload_for_udp() -> None:
+    """F6's loads: dnsload sends UDP as dnsperf does; a new connection per query has no
+    meaning over UDP, and an unknown generator is refused before any work."""
+    udp = Load(transport="udp", generator="dnsload", clients=8, outstanding=5000, seconds=10,
+               timeout_s=2)
+    udp.check()
+    replace(udp, generator="dnsperf").check()
+    with pytest.raises(LabError, match="connection per query over udp"):
+        replace(udp, generator="dnsperf", queries_per_conn=1).check()
+    with pytest.raises(LabError, match="not one of the lab's"):
+        replace(udp, generator="kxdpgun").check()
+    with pytest.raises(LabError, match="speaks udp, tcp, dot, doh, not quic"):
+        dnsload.stream_argv("127.0.0.1:53", "quic", Path("q"), connections=1, outstanding=1,
+                            duration_s=1, timeout_s=1)
