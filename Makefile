@@ -72,7 +72,7 @@ lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
 
 test-unit: $(VENV)/.installed
-	@$(VENV)/bin/pytest -q tests/unit
+	@$(VENV)/bin/pytest -q tests/unit experiments
 
 test-integration: setup
 	@$(VENV)/bin/pytest -q -m integration tests/integration
@@ -84,7 +84,7 @@ test-docker: $(VENV)/.installed
 # and the image smoke tests in real Docker.
 test: test-setup containerlab dnsload
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
-	@$(VENV)/bin/pytest --durations=30 tests
+	@$(VENV)/bin/pytest --durations=30 tests experiments
 
 containerlab:
 	@scripts/build-containerlab.sh

@@ -11,6 +11,10 @@ It is a benchmark printout, not a verdict: the claims decide in analysis/.
 resolver-cache's ceiling is per -q (the same one-pass dnsperf command against `dnsload
 serve`), beside each cold and warm cell's qps.
 
+A finding package that measures its generator's ceilings its own way brings its rows in a
+`ceilings.py` of its own (`EXPERIMENTS`, `rows(run)` in this module's row shape; F6's
+transport-cost: per server and transport): its newest runs are read too.
+
 tcp-sysctl paces its trials (dnsperf -Q at each load's share of the capacity): its rows are
 per load, the target beside dnsperf's ceiling at that target (the `phase=ceiling` cell:
 the same command against `dnsload serve`) and each profile's median answered qps; a
@@ -23,13 +27,24 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dnslab import paths, results
+from dnslab import findings, paths, results
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
 
 LOAD_EXPERIMENTS = ("tcp-fallback", "dnsdist-listeners", "tcp-sysctl", "resolver-cache")
+
+
+def package_rows() -> dict[str, Callable[[Path], list[dict[str, Any]]]]:
+    """experiment -> the `ceilings.rows` of the finding package that reads its runs."""
+    found = {}
+    for finding in findings.all_findings():
+        module = finding.module("ceilings")
+        if module is not None:
+            found.update({name: module.rows for name in module.EXPERIMENTS})
+    return found
 
 
 def newest_run(experiment: str) -> Path | None:
@@ -162,7 +177,9 @@ def print_paced(run: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    runs = [Path(a) for a in argv] or [r for e in LOAD_EXPERIMENTS if (r := newest_run(e))]
+    by_package = package_rows()
+    runs = [Path(a) for a in argv] or [r for e in (*LOAD_EXPERIMENTS, *by_package)
+                                       if (r := newest_run(e))]
     if not runs:
         print("no load experiment runs under results/ (make experiment EXP=tcp-fallback ...)")
         return 0
@@ -181,7 +198,8 @@ def main(argv: list[str]) -> int:
     print(f"{'experiment/run':44} {'cell':44} {'server qps':>10} {'generator':>10} "
           f"{'share':>6}  placement")
     for run in runs:
-        rows = rows_for(run)
+        experiment = findings.base_experiment(results.read_meta(run).get("experiment", ""))
+        rows = by_package[experiment](run) if experiment in by_package else rows_for(run)
         if not rows:
             print(f"{run}: no cells")
         for row in rows:

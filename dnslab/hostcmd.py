@@ -323,6 +323,19 @@ def count_served(netns: str, server: str, zones: list[str], timeout: float = 1.0
 
 
 @verb
+def interface_addresses(netns: str, iface: str) -> list[str] | None:
+    """The IPv4 addresses on `iface` inside the namespace once the link is up; None while it
+    is missing or down."""
+    from dnslab.nsenter import run_in
+
+    proc = run_in(netns, ["ip", "-j", "-4", "addr", "show", "dev", iface], check=False)
+    links = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
+    if not links or "UP" not in links[0].get("flags", []):
+        return None
+    return [a["local"] for a in links[0].get("addr_info", [])]
+
+
+@verb
 def split_host_wide(netns: str, keys: list[str]) -> list[list[str]]:
     from dnslab import sysctl
 

@@ -47,7 +47,8 @@ from dnslab.hosts import LOCAL_HOST, Host
 from dnslab.processes import cgroup_cpu_seconds
 from dnslab.render import RenderedLab, log_file, node_visible_roots
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
-from dnslab.topology import Topology, resolve_node
+from dnslab.topology import IFACE, Topology, resolve_node
+from dnslab.wait import WaitTimeout, wait_until
 
 HOLD_FILE = "hold"
 # Inside a node: SIGTERM to the daemon the entrypoint started, SIGKILL after 2 s, and
@@ -447,6 +448,7 @@ class ClabRuntime(Runtime):
             self._read_back_vxlan(state)
         for name in state.host_names() if state.split else [""]:
             self._inspect(state, name)
+        self._wait_addressed(state)
         from dnslab.runtime.netns import apply_sysctls
 
         apply_sysctls(rendered, state)
@@ -501,6 +503,30 @@ class ClabRuntime(Runtime):
             state.nodes[node].netns = f"/proc/{pid}/ns/net"
             state.nodes[node].pid = pid
             state.nodes[node].log = str(log_file(Path(state.root), node))
+
+    @staticmethod
+    def _wait_addressed(state: LabState, timeout: float = 30.0) -> None:
+        """Wait until every node's entrypoint has put its address on its lab interface and
+        brought it up: containerlab returns once the links exist, and a probe sent from a
+        node before that (a client has no health check to wait for) finds no route."""
+        waiting = dict(state.nodes)
+
+        def addressed() -> bool:
+            for name, node in list(waiting.items()):
+                found = state.host(name).call("interface-addresses", netns=node.netns,
+                                              iface=IFACE)
+                if found and node.address in found:
+                    del waiting[name]
+            return not waiting
+
+        try:
+            wait_until(addressed, timeout, lambda: f"{', '.join(waiting)} to have its address "
+                       f"on {IFACE}", interval=0.05)
+        except WaitTimeout as error:
+            first = next(iter(waiting))
+            raise LabError(f"node {first!r} has no address {waiting[first].address} on its "
+                           f"{IFACE} {timeout:g} s after containerlab deployed it",
+                           hint=f"its log: {waiting[first].log}") from error
 
     def _read_back_vxlan(self, state: LabState) -> None:
         """What containerlab made of each VXLAN link, read from the kernel of each host and

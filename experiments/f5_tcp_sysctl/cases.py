@@ -40,6 +40,11 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85},
                                        sent_share={"tso-win-divisor-1": 0.8})),
     ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, generator_max=None)),
+    # one ceiling round the machine disturbed (run 188a: 52 % of the target, the other 100 %):
+    # the generator can send the load, so the claim is judged
+    ("F5.tso-win-divisor", PRESENT, f5(gain={"tso-win-divisor-1": 0.85},
+                                       ceiling_first_share=0.52)),
+    ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0}, ceiling_first_share=0.52)),
     ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, generator_max=19000)),
     ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0}, generator_max=19000)),
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, generator_max=15000)),

@@ -27,20 +27,21 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    per_round: bool = False, answered_share: float = 0.8,
                    lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
-                   **kwargs: Any) -> Path:
+                   ceiling_first_share: float = 1.0, **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
     every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
-    sysctls read back for a profile ({profile: {node: {key: value}}}). `generator_max`: the
-    most qps dnsperf sends and gets answered against the canned responder (the `phase=ceiling`
-    cell answers min(target, it) per load; None: no ceiling cell, as in runs before it
-    existed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
+    sysctls read back for a profile ({profile: {node: {key: value}}}). `generator_max`: the most
+    qps dnsperf sends and gets answered against the canned responder (the `phase=ceiling` cell
+    answers min(target, it) per load; None: no ceiling cell, as in runs before it existed);
+    `ceiling_first_share`: its first round reached only that share of it (a round the machine
+    disturbed). Each trial sends its target over `trial_s` (open loop), or `sent_share[profile]`
     of it at 100 % load. `per_round`: one cell per profile and round (`profile=<p>,round=<r>`,
     as the procedure writes them since rounds are blocks) instead of one per profile; the same
-    trials either way. `lost_gain`: lost queries per profile against the default's 1 % of
-    its answers; `spread`: the trials' relative spread (qps and latency). `histograms`: each
-    trial keeps its answer-latency histogram (`latency-l<load>-<trial>.csv`, as dnsperf -v
-    gives the procedure), shaped by `latency_histogram`."""
+    trials either way. `lost_gain`: lost queries per profile against the default's 1 % of its
+    answers; `spread`: the trials' relative spread (qps and latency). `histograms`: each trial
+    keeps its answer-latency histogram (`latency-l<load>-<trial>.csv`, as dnsperf -v gives the
+    procedure), shaped by `latency_histogram`."""
     rng = np.random.default_rng(seed)
     trial_s = 30
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
@@ -57,7 +58,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
             rows.append([trial, "closed", "", "", generator_max, int(generator_max * 3)])
             for load in loads:
                 target = 20000.0 * load / 100
-                reached = min(target, generator_max)
+                reached = min(target, generator_max) * (ceiling_first_share if trial == 1
+                                                        else 1.0)
                 rows.append([trial, "paced", load, target, round(reached, 1),
                              int(reached * trial_s)])
         figures: dict[str, Any] = {"capacity_qps": 20000.0,

@@ -24,9 +24,10 @@ Cells, in order:
   answers every query of a TCP connection, on as many connections as come) in the server
   node's namespace, on the server's CPUs, with every server daemon held. `ceiling.csv`: the
   trials.csv columns plus `mode` (`paced` | `closed`) and `sent_qps`; figures per load L
-  `ceiling_qps_l<L>` (median answered qps), `ceiling_sent_qps_l<L>` (median sent / trial_s),
-  `target_qps_l<L>`, and `closed_loop_ceiling_qps`; `dnsload/serve.jsonl` the responder's
-  own counts (queries and TCP connections it served, printed when it is stopped). The
+  `ceiling_qps_l<L>` (the best round's answered qps: what dnsperf can send),
+  `ceiling_sent_qps_l<L>` (the best round's sent / trial_s), `target_qps_l<L>`, and
+  `closed_loop_ceiling_qps`; `dnsload/serve.jsonl` the responder's own counts (queries and TCP
+  connections it served, printed when it is stopped). The
   analysis (`analysis.derived.require_paced_load_reached`) judges a load whose target the
   generator did not reach against the responder as generator-limited (a profile trial that
   sent less than its target was held back by the server).
@@ -228,8 +229,8 @@ def _ceiling_figures(rows: list[dict[str, Any]], loads: list[int],
         mine = [r for r in rows if r["mode"] == "paced" and r["load_pct"] == load]
         figures.update({
             f"target_qps_l{load}": round(capacity * load / 100, 1),
-            f"ceiling_qps_l{load}": perf.median([r["qps"] for r in mine]),
-            f"ceiling_sent_qps_l{load}": perf.median([r["sent_qps"] for r in mine]),
+            f"ceiling_qps_l{load}": max(r["qps"] for r in mine),
+            f"ceiling_sent_qps_l{load}": max(r["sent_qps"] for r in mine),
         })
     return figures
 

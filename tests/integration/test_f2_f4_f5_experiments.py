@@ -172,9 +172,15 @@ def test_tcp_sysctl_trials_and_statistics(results, runtime):
                 assert binned == completed, (binned, completed)
                 assert trial["listen_overflows"] != ""
             trials += mine
-        # about 10 % of capacity is offered and answered
-        light = sorted(float(t["qps"]) for t in trials if t["load_pct"] == "10")
-        assert light[1] == pytest.approx(capacity / 10, rel=0.25)
+        # about 10 % of capacity is offered and answered. Judged on what dnsperf sent and got
+        # back, not on its "queries per second": that divides by the run time including the
+        # wait for the last answers, which on a 2 s trial can add a third (CI: 2,650 qps
+        # reported for 3,851 offered and every query answered)
+        light = [t for t in trials if t["load_pct"] == "10"]
+        sent = sorted(float(t["sent_qps"]) for t in light)
+        assert sent[1] == pytest.approx(capacity / 10, rel=0.1)
+        answered = sorted(int(t["completed"]) / int(t["sent"]) for t in light)
+        assert answered[1] >= 0.99, light
         # open loop: dnsperf may keep rate x timeout queries in flight, up to MAX_OUTSTANDING
         over = [t for t in trials if t["load_pct"] == "150"]
         cap = run.params["max_outstanding"]

@@ -101,7 +101,8 @@ def test_every_lab_comes_up_by_hand_and_answers_its_client(lab, runtime):
 def readme_topology() -> str:
     """The topology file of the README's worked example (section "Your own question")."""
     section = README.read_text().split("## Your own question", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", section, re.S)
+              if b.startswith("name: mine")]
     assert len(blocks) == 1, "the README's worked example shows one topology file"
     return blocks[0]
 

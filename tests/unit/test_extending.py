@@ -111,6 +111,29 @@ def add_finding(repo: Path) -> None:
                          ("Echo servers answer at the speed of light", "Throwaway echo")):
             text = text.replace(old, new)
         path.write_text(text)
+    (folder / "test_throwaway.py").write_text(OWN_TEST)
+
+
+# what a finding's own unit tests look like: a test_*.py in its folder, which pytest collects
+OWN_TEST = '''"""The throwaway finding's own unit test: its procedure records a cell per trial."""
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+from experiments.f99_throwaway import echo
+
+
+def test_each_trial_is_one_cell():
+    cells = []
+
+    @contextmanager
+    def cell(cell_id, params):
+        cells.append(SimpleNamespace(id=cell_id, figures={}))
+        yield cells[-1]
+
+    echo.measure(SimpleNamespace(params={"trials": 3}, cell=cell))
+    assert [c.id for c in cells] == ["trial=0", "trial=1", "trial=2"]
+    assert all(c.figures["latency_ms"] == 0.5 for c in cells)
+'''
 
 
 def add_kind(repo: Path) -> None:
@@ -179,3 +202,8 @@ def test_the_tests_of_findings_and_kinds_pass_with_the_throwaways(extended: Path
         assert wanted in ran.stdout, wanted
     kinds = pytest_in(extended, "tests/unit/test_manifests.py", "--collect-only")
     assert f"[{KIND}]" in kinds.stdout
+    # the finding's own tests: run where they are, and found by a bare `pytest` (testpaths)
+    own = pytest_in(extended, FINDING_DIR)
+    assert own.returncode == 0 and "1 passed" in own.stdout, own.stdout[-2000:]
+    bare = pytest_in(extended, "--collect-only", "-m", "not integration and not docker")
+    assert f"{FINDING_DIR}/test_throwaway.py::test_each_trial_is_one_cell" in bare.stdout

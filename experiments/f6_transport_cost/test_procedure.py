@@ -1,0 +1,80 @@
+"""F6's own unit tests, kept in its folder (pytest collects `experiments/*/test_*.py`): the
+trial's load per transport and connection mode, the loads no generator can send, and the
+bench rows that put each server's qps beside the generator's ceiling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import bench_ceilings
+from dnslab.errors import LabError
+from experiments.f6_transport_cost import ceilings, fixtures
+from experiments.f6_transport_cost.load import Load
+from experiments.f6_transport_cost.transport import load_for, modes_of
+
+PARAMS = {"clients": 8, "outstanding": 5000, "trial_s": 20, "timeout_s": 2.0,
+          "connections": ["persistent", "per-query"], "per_query_clients": 50,
+          "per_query_rate": 500}
+
+
+def test_a_new_connection_per_query_only_where_a_connection_is_set_up() -> None:
+    assert modes_of(PARAMS, "udp") == ["persistent"]
+    assert modes_of(PARAMS, "doh") == ["persistent"]
+    assert modes_of(PARAMS, "tcp") == ["persistent", "per-query"]
+    assert modes_of({**PARAMS, "connections": None}, "dot") == ["persistent"]
+
+
+def test_the_per_query_load_holds_a_connection_per_query_in_flight_at_its_own_rate() -> None:
+    generators = {"tcp": "dnsload"}
+    kept = load_for(PARAMS, generators, "tcp")
+    assert (kept.clients, kept.outstanding, kept.rate, kept.queries_per_conn) == (8, 5000,
+                                                                                   None, 0)
+    fresh = load_for(PARAMS, generators, "tcp", "per-query")
+    assert (fresh.clients, fresh.outstanding, fresh.rate, fresh.queries_per_conn) == (
+        50, 50, 500.0, 1)
+    fresh.check()
+
+
+@pytest.mark.parametrize("load, message", [
+    (Load("tcp", "flamethrower", 8, 5000, 20, 2), "is not one of the lab's"),
+    (Load("tcp", "dnsload", 8, 5000, 20, 2, queries_per_conn=100),
+     "keeps a connection open or opens one per query"),
+    (Load("doh", "dnsperf", 8, 5000, 20, 2, queries_per_conn=1),
+     "a new connection per query over doh"),
+])
+def test_a_load_no_generator_can_send_is_one_line_before_any_work(load: Load,
+                                                                   message: str) -> None:
+    with pytest.raises(LabError, match=message):
+        load.check()
+
+
+def test_the_bench_reads_each_servers_qps_beside_the_ceiling_of_its_transport(
+        tmp_path: Path) -> None:
+    run = fixtures.transport_cost_run(tmp_path, qps=fixtures.MACHINE_QPS, spread=0.0)
+    rows = {r["cell"]: r for r in ceilings.rows(run)}
+    assert len(rows) == sum(len(t) for t in fixtures.MACHINE_QPS.values())
+    nsd = rows["server=nsd udp (dnsperf)"]
+    assert nsd["rate"] == pytest.approx(150000, abs=1)
+    assert nsd["ceiling"] == fixtures.CEILINGS["udp"]
+    assert nsd["share"] == pytest.approx(150000 / 190000, rel=1e-3)
+    assert rows["server=knot tcp (dnsload)"]["ceiling"] == fixtures.CEILINGS["tcp"]
+    assert nsd["placement"]["server_cpus"] == "0"
+
+
+def test_the_bench_flags_a_transport_whose_qps_was_the_generators(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qps = {"nsd": {"udp": 185000, "tcp": 120000}}
+    run = fixtures.transport_cost_run(tmp_path, qps=qps, spread=0.0)
+    assert bench_ceilings.main([str(run)]) == 0
+    lines = {line.split()[1] + " " + line.split()[2]: line
+             for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["server=nsd udp"].endswith("generator-limited")
+    assert "generator-limited" not in lines["server=nsd tcp"]
+
+
+def test_a_run_without_its_ceiling_says_so(tmp_path: Path) -> None:
+    run = fixtures.transport_cost_run(tmp_path, qps={"knot": {"udp": 1000.0}}, ceiling=False)
+    (row,) = ceilings.rows(run)
+    assert row["ceiling"] is None and row["share"] is None
