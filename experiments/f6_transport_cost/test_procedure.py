@@ -13,6 +13,7 @@ from dnslab.errors import LabError
 from experiments.f6_transport_cost import ceilings, fixtures
 from experiments.f6_transport_cost.load import Load
 from experiments.f6_transport_cost.transport import load_for, modes_of
+from experiments.generators.dnsload import stream_argv
 
 PARAMS = {"clients": 8, "outstanding": 5000, "trial_s": 20, "timeout_s": 2.0,
           "connections": ["persistent", "per-query"], "per_query_clients": 50,
@@ -43,11 +44,22 @@ def test_the_per_query_load_holds_a_connection_per_query_in_flight_at_its_own_ra
      "keeps a connection open or opens one per query"),
     (Load("doh", "dnsperf", 8, 5000, 20, 2, queries_per_conn=1),
      "a new connection per query over doh"),
+    (Load("udp", "dnsload", 8, 5000, 20, 2, queries_per_conn=1),
+     "a new connection per query over udp"),
 ])
 def test_a_load_no_generator_can_send_is_one_line_before_any_work(load: Load,
                                                                    message: str) -> None:
     with pytest.raises(LabError, match=message):
         load.check()
+
+
+def test_either_generator_sends_every_transport() -> None:
+    for transport in ("udp", "tcp", "dot", "doh"):
+        for generator in ("dnsperf", "dnsload"):
+            Load(transport, generator, 8, 5000, 20, 2).check()
+    with pytest.raises(LabError, match="speaks udp, tcp, dot, doh, not quic"):
+        stream_argv("127.0.0.1:53", "quic", Path("q"), connections=1, outstanding=1,
+                    duration_s=1, timeout_s=1)
 
 
 def test_the_bench_reads_each_servers_qps_beside_the_ceiling_of_its_transport(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from dnslab.errors import LabError
 from dnslab.paths import BIN
 from experiments.f1_tcp_fallback import stairs
-from experiments.f6_transport_cost.load import Load
 from experiments.generators import dnsload
 from tests.fixtures import stair_protocols as protocols
 
@@ -89,18 +87,3 @@ def test_stream_over_udp_against_calibration_responder(tmp_path: Path) -> None:
     assert total["answered"] == total["sent"] and total["timeouts"] == 0
     assert total["rcodes"] == {"NOERROR": total["sent"]} and total["truncated"] == 0
 
-
-def test_f6_load_takes_dnsload_for_udp() -> None:
-    """F6's loads: dnsload sends UDP as dnsperf does; a new connection per query has no
-    meaning over UDP, and an unknown generator is refused before any work."""
-    udp = Load(transport="udp", generator="dnsload", clients=8, outstanding=5000, seconds=10,
-               timeout_s=2)
-    udp.check()
-    replace(udp, generator="dnsperf").check()
-    with pytest.raises(LabError, match="connection per query over udp"):
-        replace(udp, generator="dnsperf", queries_per_conn=1).check()
-    with pytest.raises(LabError, match="not one of the lab's"):
-        replace(udp, generator="kxdpgun").check()
-    with pytest.raises(LabError, match="speaks udp, tcp, dot, doh, not quic"):
-        dnsload.stream_argv("127.0.0.1:53", "quic", Path("q"), connections=1, outstanding=1,
-                            duration_s=1, timeout_s=1)
