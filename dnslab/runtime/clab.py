@@ -628,7 +628,8 @@ class ClabRuntime(Runtime):
         deployed = part_file(lab, part)
         on_host = deployed.exists() if host.local else host.run(
             ["test", "-f", str(deployed)], check=False).returncode == 0
-        if on_host and _engine_answers(host):
+        # without a containerlab here (a netns-only setup) its leftovers below go by docker
+        if on_host and _engine_answers(host) and (containerlab_binary() or not host.local):
             host.run([_containerlab_on(host, state, part), "destroy", "-t", str(deployed),
                       "--cleanup"], check=False)
             if part:

@@ -97,6 +97,8 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     seeds = {(s.kind or s.name): s for s in derived.seed()}
     groups = [*servers, *(name for name, s in seeds.items() if s.kind is None)]
     transports = [t for t in ("tcp", "dot", "doh") if any(t in figures[s] for s in servers)]
+    if not transports:
+        raise NotApplicable("no server measured over a transport besides UDP (TRANSPORTS=udp)")
     colours = COLOURS
     width = WIDTH / len(transports)
     readings, seed_drawn = [], False

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
+from analysis import style  # noqa: F401  (headless: Agg)
+from analysis.rundata import NotApplicable, load_run
 from bench import bench_ceilings
 from dnslab.errors import LabError
-from experiments.f6_transport_cost import ceilings, fixtures
+from experiments.f6_transport_cost import ceilings, fixtures, plots
 from experiments.f6_transport_cost.load import Load
 from experiments.f6_transport_cost.transport import load_for, modes_of
 from experiments.generators.dnsload import stream_argv
@@ -90,3 +93,11 @@ def test_a_run_without_its_ceiling_says_so(tmp_path: Path) -> None:
     run = fixtures.transport_cost_run(tmp_path, qps={"knot": {"udp": 1000.0}}, ceiling=False)
     (row,) = ceilings.rows(run)
     assert row["ceiling"] is None and row["share"] is None
+
+
+def test_a_udp_only_run_has_no_ratio_to_draw(tmp_path: Path) -> None:
+    run = load_run(fixtures.transport_cost_run(tmp_path, qps={"knot": {"udp": 1000.0}}))
+    _, ax = plt.subplots()
+    with pytest.raises(NotApplicable, match="besides UDP"):
+        plots.transport_ratio(run, ax, [])
+    plt.close("all")

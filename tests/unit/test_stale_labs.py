@@ -161,3 +161,31 @@ def test_the_build_and_results_folders_are_their_real_paths(tmp_path):
                          env={**os.environ, "DNSLAB_BUILD": str(tmp_path / "linked")},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(real), str(real / "labs")]
+
+
+def test_a_netns_only_setup_removes_clab_leftovers_without_containerlab(tmp_path, monkeypatch):
+    """A fresh lab clears what a clab lab of that name left; with no containerlab installed
+    or built (a netns-only setup) that is docker's work, not a FileNotFoundError."""
+    from types import SimpleNamespace
+
+    deployed = tmp_path / "tcpauth.clab.yml"
+    deployed.write_text("name: tcpauth\n")
+    ran: list[list[str]] = []
+    host = SimpleNamespace(local=True, name="", run=lambda argv, check=True: ran.append(argv),
+                           call=lambda verb, **kw: {})
+    removed_by_docker: list[tuple[str, ...]] = []
+    monkeypatch.setattr(clab, "part_file", lambda lab, part="": deployed)
+    monkeypatch.setattr(clab, "_engine_answers", lambda host: True)
+    monkeypatch.setattr(clab, "containerlab_binary", lambda: None)
+    monkeypatch.setattr(clab, "_part_leftovers",
+                        lambda host, lab, part: [("container", "clab-tcpauth-primary")])
+    monkeypatch.setattr(clab, "_dangling_links", lambda host, prefix: [])
+    monkeypatch.setattr(clab, "_docker", lambda *args, check=True, host=None:
+                        removed_by_docker.append(args))
+    removed = clab.ClabRuntime._destroy_part(host, "tcpauth", "", None)
+    assert ran == []
+    assert removed_by_docker == [("rm", "-f", "clab-tcpauth-primary")]
+    assert removed == ["container clab-tcpauth-primary"]
+    monkeypatch.setattr(clab, "containerlab_binary", lambda: "/usr/bin/containerlab")
+    clab.ClabRuntime._destroy_part(host, "tcpauth", "", None)
+    assert ran == [["/usr/bin/containerlab", "destroy", "-t", str(deployed), "--cleanup"]]
