@@ -82,6 +82,12 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
             f"generator-limited: {server} over {LABELS[transport]} answered "
             f"{found.qps:,.0f} qps, {found.share_of_ceiling:.0%} of the generator's ceiling "
             f"{found.ceiling:,.0f} qps ({found.generator})", GENERATOR_REMEDY)
+    require(not found.below_capacity,
+            f"{server} over {LABELS[transport]} is not its capacity: its core(s) "
+            f"{found.cores_busy_pct or 0:.0f} % busy, {found.lost_share or 0:.1%} of the "
+            f"queries lost, {found.in_flight or 0:,.0f} really in flight",
+            "a load the server can hold in flight (over UDP: a socket receive buffer the "
+            "queries in flight fit in, or fewer of them)")
     return found
 
 

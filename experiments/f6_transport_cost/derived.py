@@ -90,6 +90,14 @@ def median_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> f
     return float(mine["qps"].astype(float).median()) if not mine.empty else None
 
 
+# the seed's figures are each server's capacity at 5,000 queries in flight: a figure is the
+# server's capacity when its cores were at least this busy (%) through the trials. Below it
+# something else held the rate: in run 33b9 every UDP trial lost ~48,000 queries to the
+# server's socket receive buffer, each holding its slot for the 2 s timeout, so 100-640
+# queries were really in flight and the cores 74-91 % busy, where TCP kept 5,000 at 97-100 %
+SATURATED_CORES_PCT = 90.0
+
+
 @dataclass(frozen=True)
 class Measured:
     """One server's figure over one transport: its median qps over `trials` trials, the
@@ -103,12 +111,23 @@ class Measured:
     noerror_share: float
     generator: str
     ceiling: float | None
+    # over the trials (None in a run without the column): the server's cores' busy share,
+    # the share of the queries sent that were lost, and the queries really in flight
+    # (answered qps x mean latency, Little's law)
+    cores_busy_pct: float | None = None
+    lost_share: float | None = None
+    in_flight: float | None = None
 
     @property
     def limited(self) -> bool:
         """Within GENERATOR_BOUND_SHARE of the generator's ceiling: it measured the
         generator."""
         return self.ceiling is not None and self.qps >= GENERATOR_BOUND_SHARE * self.ceiling
+
+    @property
+    def below_capacity(self) -> bool:
+        """Its cores were less than SATURATED_CORES_PCT busy: not the server's capacity."""
+        return self.cores_busy_pct is not None and self.cores_busy_pct < SATURATED_CORES_PCT
 
     @property
     def share_of_ceiling(self) -> float | None:
@@ -131,7 +150,30 @@ def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> M
                     qps=float(mine["qps"].astype(float).median()), trials=len(mine),
                     noerror_share=(float(mine["noerror"].astype(float).sum()) / completed
                                    if completed else 0.0),
-                    generator=str(mine["generator"].iloc[0]), ceiling=top)
+                    generator=str(mine["generator"].iloc[0]), ceiling=top,
+                    **_load_held(mine))
+
+
+def _load_held(trials: pd.DataFrame) -> dict[str, float | None]:
+    """What the trials say of the load the server really had: its cores' median busy share,
+    the share of the queries lost, the median queries in flight (qps x mean latency)."""
+    def median_of(values: pd.Series) -> float | None:
+        found = pd.to_numeric(values, errors="coerce").dropna()
+        return float(found.median()) if not found.empty else None
+
+    held: dict[str, float | None] = {"cores_busy_pct": None, "lost_share": None,
+                                     "in_flight": None}
+    if "server_cores_busy_pct" in trials:
+        held["cores_busy_pct"] = median_of(trials["server_cores_busy_pct"])
+    if {"lost", "sent"} <= set(trials.columns):
+        sent = float(pd.to_numeric(trials["sent"], errors="coerce").sum())
+        lost = float(pd.to_numeric(trials["lost"], errors="coerce").sum())
+        held["lost_share"] = lost / sent if sent else None
+    if "avg_latency_ms" in trials:
+        held["in_flight"] = median_of(pd.to_numeric(trials["qps"], errors="coerce")
+                                      * pd.to_numeric(trials["avg_latency_ms"],
+                                                      errors="coerce") / 1000)
+    return held
 
 
 def not_served(run: Run, server: str) -> dict[str, str]:

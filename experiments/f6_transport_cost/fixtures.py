@@ -40,23 +40,24 @@ CEILINGS = {"udp": 190000.0, "tcp": 930000.0, "dot": 700000.0, "doh": 80000.0}
 
 def _row(trial: int, mode: str, transport: str, qps: float, seconds: float,
          latency_file: str = "", target: float | str = "", noerror: float = 1.0,
-         tls: str = "") -> list[Any]:
+         tls: str = "", busy: float = 100.0) -> list[Any]:
     answered = int(qps * seconds)
     return [trial, mode, transport, GENERATORS[transport],
             0 if transport == "udp" else 8, 5000, target, round(qps, 1),
             answered, answered, 0, seconds, int(answered * noerror), 2.0, 60.0, 0, tls,
-            latency_file, 0 if transport == "udp" else 8, 100.0]
+            latency_file, 0 if transport == "udp" else 8, busy]
 
 
 def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
                        ceilings: dict[str, float] | None = None, trials: int = 5,
                        server_cpus: str = "0", spread: float = 0.02,
                        noerror: float = 1.0, seed: int = 5, ceiling: bool = True,
-                       **kwargs: Any) -> Path:
+                       busy: dict[str, float] | None = None, **kwargs: Any) -> Path:
     """Servers (`qps`: server -> transport -> median qps; a transport a kind does not serve
     is left out and recorded as not served), `trials` rounds each with a relative `spread`,
     the generator's ceiling per transport (`ceilings`, default CEILINGS; `ceiling=False`:
-    none measured), the servers on `server_cpus` of a 2-core machine."""
+    none measured), the servers on `server_cpus` of a 2-core machine, their cores 100 % busy
+    in every trial but over the transports `busy` gives (transport -> %)."""
     rng = np.random.default_rng(seed)
     top = {**CEILINGS, **(ceilings or {})}
     cells = []
@@ -70,7 +71,8 @@ def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
     for server, by_transport in qps.items():
         node, role = NODES[server]
         rows = [_row(t, "persistent", transport, value * float(rng.normal(1, spread)), 20.0,
-                     noerror=noerror, tls=TLS if transport in ("dot", "doh") else "")
+                     noerror=noerror, tls=TLS if transport in ("dot", "doh") else "",
+                     busy=(busy or {}).get(transport, 100.0))
                 for t in range(1, trials + 1) for transport, value in by_transport.items()]
         not_served = {t: f"the packaged {server} does not serve {t} (its manifest says why)"
                       for t in ("dot", "doh") if t not in SERVES[server]}

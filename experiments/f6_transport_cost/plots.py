@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.patches import Patch
 
 from analysis import style
 from analysis.plots import latency, plot
@@ -18,6 +19,24 @@ from experiments.f6_transport_cost.derived import LABELS, PER_QUERY, PERSISTENT
 WIDTH = 0.8
 # one colour per transport on every plot of the finding
 COLOURS = dict(zip(derived.TRANSPORTS, style.colors_for(list(derived.TRANSPORTS)), strict=True))
+
+
+def _legend(ax: Axes, colours: dict[str, Any], shown: list[derived.Measured]) -> None:
+    """The lines drawn so far, a plain swatch per transport, and each hatch the bars use."""
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Patch(color=colour, label=label) for label, colour in colours.items()]
+    if any(m.limited for m in shown):
+        handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="//",
+                             label="generator-limited"))
+    if any(m.below_capacity and not m.limited for m in shown):
+        handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="xx",
+                             label="not the server's capacity (cores < 90 % busy)"))
+    ax.legend(handles=handles)
+
+
+def _hatch(m: derived.Measured) -> str | None:
+    """"//" the generator's figure, "xx" not the server's capacity, else plain."""
+    return "//" if m.limited else "xx" if m.below_capacity else None
 
 
 def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
@@ -36,8 +55,10 @@ def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
       caption="Bars: the median of each transport's trials (dots), closed loop with the run's "
               "connections and queries in flight; hatched: within 10 % of the generator's "
               "own ceiling for that transport (its load against dnsload serve, same run, same "
-              "cores), so the bar is the generator's, not the server's. Short black lines: "
-              "those ceilings; those off the scale are given in the legend.")
+              "cores), so the bar is the generator's, not the server's; cross-hatched: the "
+              "server's cores under 90 % busy, so something else held its rate (over UDP: "
+              "queries lost to its receive buffer). Short black lines: those ceilings; those "
+              "off the scale are given in the legend.")
 def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = list(figures)
@@ -54,10 +75,9 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             x = i - WIDTH / 2 + width * (j + 0.5)
             if m is None:
                 continue
+            marked = m.limited or m.below_capacity
             ax.bar(x, m.qps, width=width * 0.9, color=colours[transport],
-                   hatch="//" if m.limited else None, edgecolor=style.INK if m.limited else None,
-                   label=LABELS[transport] if i == servers.index(next(
-                       s for s in servers if transport in figures[s])) else None)
+                   hatch=_hatch(m), edgecolor=style.INK if marked else None)
             trials = derived.trials(derived.server_cells(run)[server])
             values = trials[(trials["transport"] == transport)
                             & (trials["mode"] == PERSISTENT)]["qps"].astype(float)
@@ -68,7 +88,9 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             elif m.ceiling is not None:
                 off_scale[transport] = m.ceiling
             said.append(f"{LABELS[transport]} {m.qps:,.0f}"
-                        + (" (generator-limited)" if m.limited else ""))
+                        + (" (generator-limited)" if m.limited else
+                           f" (not its capacity: cores {m.cores_busy_pct:.0f} % busy)"
+                           if m.below_capacity else ""))
         readings.append(f"{server}: " + ", ".join(said))
     ax.plot([], [], color="black", linewidth=2.5, label="generator's ceiling per transport")
     if off_scale:
@@ -78,16 +100,18 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     ax.set_ylabel("answered queries (queries/s)")
     ax.yaxis.set_major_formatter(style.THOUSANDS)
     ax.set_ylim(0, tallest * 1.25)
-    ax.legend()
+    _legend(ax, {LABELS[t]: colours[t] for t in transports},
+            [m for f in figures.values() for m in f.values()])
     return readings
 
 
 @plot("transport_ratio", title="Each transport against the server's own UDP, beside the seed",
-      caption="Bars: qps over the transport / qps over UDP, both medians of the server's trials "
-              "in the same lab (1 = as many as over UDP); hatched: one of the two is within "
-              "10 % of its generator's ceiling. Black lines: the seed's ratios at 8 clients "
-              "(dnsprivacy.org 2018, TLS 1.2, servers on 4 threads); a server of the seed the "
-              "lab does not have (Knot Resolver) is drawn on its own.")
+      caption="Bars: qps over the transport / qps over UDP, both medians of the server's trials in "
+              "the same lab (1 = as many as over UDP); hatched: one of the two is within 10 % of "
+              "its generator's ceiling; cross-hatched: one of the two is not the server's capacity "
+              "(its cores under 90 % busy). Black lines: the seed's ratios at 8 clients "
+              "(dnsprivacy.org 2018, TLS 1.2, servers on 4 threads); a server of the seed the lab "
+              "does not have (Knot Resolver) is drawn on its own.")
 def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = [s for s in figures if "udp" in figures[s]]
@@ -110,12 +134,13 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             if m is not None and udp is not None:
                 value = m.qps / udp.qps
                 limited = m.limited or udp.limited
+                below = m.below_capacity or udp.below_capacity
                 ax.bar(x, value, width=width * 0.9, color=colours[transport],
-                       hatch="//" if limited else None,
-                       edgecolor=style.INK if limited else None,
-                       label=f"{LABELS[transport]}/UDP" if i == 0 else None)
+                       hatch="//" if limited else "xx" if below else None,
+                       edgecolor=style.INK if limited or below else None)
                 said.append(f"{LABELS[transport]}/UDP {value:.2f}"
-                            + (" (generator-limited)" if limited else ""))
+                            + (" (generator-limited)" if limited else
+                               " (not the server's capacity)" if below else ""))
             seed = seeds[server].ratio(transport) if server in seeds else None
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
@@ -131,7 +156,8 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     ax.set_xticks(range(len(groups)), [g if g in servers else f"{g}\n(seed only)"
                                        for g in groups])
     ax.set_ylabel("queries/s over the transport / over UDP")
-    ax.legend()
+    _legend(ax, {f"{LABELS[t]}/UDP": colours[t] for t in transports},
+            [m for f in figures.values() for m in f.values()])
     return readings
 
 
