@@ -34,9 +34,12 @@ def _legend(ax: Axes, colours: dict[str, Any], shown: list[derived.Measured]) ->
     ax.legend(handles=handles)
 
 
-def _hatch(m: derived.Measured) -> str | None:
-    """"//" the generator's figure, "xx" not the server's capacity, else plain."""
-    return "//" if m.limited else "xx" if m.below_capacity else None
+def _hatch(*figures: derived.Measured) -> str | None:
+    """"//" when one is the generator's figure, "xx" when one is not the server's capacity,
+    else plain."""
+    if any(m.limited for m in figures):
+        return "//"
+    return "xx" if any(m.below_capacity for m in figures) else None
 
 
 def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
@@ -75,9 +78,9 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             x = i - WIDTH / 2 + width * (j + 0.5)
             if m is None:
                 continue
-            marked = m.limited or m.below_capacity
-            ax.bar(x, m.qps, width=width * 0.9, color=colours[transport],
-                   hatch=_hatch(m), edgecolor=style.INK if marked else None)
+            hatch = _hatch(m)
+            ax.bar(x, m.qps, width=width * 0.9, color=colours[transport], hatch=hatch,
+                   edgecolor=style.INK if hatch else None)
             trials = derived.trials(derived.server_cells(run)[server])
             values = trials[(trials["transport"] == transport)
                             & (trials["mode"] == PERSISTENT)]["qps"].astype(float)
@@ -133,14 +136,12 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             m, udp = figures.get(server, {}).get(transport), figures.get(server, {}).get("udp")
             if m is not None and udp is not None:
                 value = m.qps / udp.qps
-                limited = m.limited or udp.limited
-                below = m.below_capacity or udp.below_capacity
-                ax.bar(x, value, width=width * 0.9, color=colours[transport],
-                       hatch="//" if limited else "xx" if below else None,
-                       edgecolor=style.INK if limited or below else None)
+                hatch = _hatch(m, udp)
+                ax.bar(x, value, width=width * 0.9, color=colours[transport], hatch=hatch,
+                       edgecolor=style.INK if hatch else None)
                 said.append(f"{LABELS[transport]}/UDP {value:.2f}"
-                            + (" (generator-limited)" if limited else
-                               " (not the server's capacity)" if below else ""))
+                            + {"//": " (generator-limited)",
+                               "xx": " (not the server's capacity)"}.get(hatch or "", ""))
             seed = seeds[server].ratio(transport) if server in seeds else None
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
