@@ -17,7 +17,7 @@ measured the generator, not dnsdist: both make the qps claim "not applicable".
 from __future__ import annotations
 
 from analysis.claim import DIRECTIONAL, TWO_SIDED, Verdict, claim, not_applicable, require
-from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
+from analysis.derived import GENERATOR_BOUND_SHARE, generator_ceiling, require_below_ceiling
 from analysis.rundata import Cell, Run
 
 SOURCE = "seed 001, the 1-listener and 8-listener dnsperf runs (8 vCPU, 1,000 workers)"
@@ -49,7 +49,18 @@ def _frontend_cores(run: Run, cell: Cell) -> int:
 
 
 def _not_generator_limited(run: Run, cell: Cell) -> float:
+    """The variant's answered qps, below the generator's ceiling. A closed-loop generator's
+    ceiling is what the sink answered it; when dnsdist answered more (run 6291: NSD refusing
+    153,436 qps, dnsdist 181,027), that figure is the sink's limit, not the generator's, and
+    the generator's own ceiling is not known: not applicable, not "generator-limited"."""
     qps = float(cell.figure("qps"))
+    ceiling = generator_ceiling(run, cell)
+    closed_loop = all(c.params.get("generator") != "kxdpgun"
+                      for c in run.cells_where(variant="ceiling"))
+    require(not (closed_loop and ceiling is not None and qps > ceiling),
+            f"{cell.label} answered {qps:,.0f} qps, more than the ceiling cell's sink "
+            f"({ceiling or 0:,.0f} qps): that is the sink's limit, the generator's own is "
+            "not measured", "GENERATOR=kxdpgun (its ceiling is the rate it sent)")
     require_below_ceiling(run, cell, qps, f"{cell.label} answered",
                           "the load generator on cores of its own, or an open-loop flood "
                           "generator")

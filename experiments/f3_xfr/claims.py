@@ -669,27 +669,33 @@ def transport_pairs(run: Run) -> list[tuple[Cell, Cell]]:
               "connection reuse would help",
     source="seed 002, 'Průměrný čas přenosu: TCP vs. XoT' and the conclusion",
     effect=DIRECTIONAL,
-    tolerance="for the same zones, profile and repetition, XoT's mean time per zone (the "
-              "time to serve them all / zones) <= {max_time_ratio}x TCP's (10 % for the "
-              "run-to-run spread of one cold start); connection reuse is reported beside it "
-              "(TCP connections opened per zone), not judged: the seed asks about it, it "
-              "does not state it",
-    precondition="a TCP and a TLS cold start of the same profile and repetition (wide-ports, "
-                 "else default), both with zones served",
-    fails_when="XoT takes more than {max_time_ratio}x TCP's time per zone, or does not serve "
-               "every zone",
+    tolerance="for the same zones and profile, XoT's mean time per zone over the run's "
+              "repetitions (each cold start's time to serve them all / zones) <= "
+              "{max_time_ratio}x TCP's (10 % for the spread of a mean of cold starts); "
+              "connection reuse is reported beside it (TCP connections opened per zone), not "
+              "judged: the seed asks about it, it does not state it",
+    precondition="TCP and TLS cold starts of the same profile and repetitions (wide-ports, "
+                 "else default), every TLS one with all zones served",
+    fails_when="XoT's mean time per zone is more than {max_time_ratio}x TCP's, or XoT does "
+               "not serve every zone",
     limits={"max_time_ratio": 1.10},
 )
 def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> None:
     """The seed's XoT remark as its chart shows it: mean transfer time, TCP vs XoT. The old
     rule also required XoT to open <= 50 % of TCP's connections per zone, a condition the
     seed does not state (it asks about reuse in its conclusion): XoT made 20 % faster than
-    TCP without reuse stayed "not reproduced". Reuse is now an observation in the text."""
+    TCP without reuse stayed "not reproduced". Reuse is now an observation in the text.
+
+    The means are over the repetitions, as the seed's chart is a mean: a repetition's TCP and
+    TLS cold starts ran ~20 minutes apart (every TCP cell first), so pairing them by number
+    compared two unpaired samples, and one fast TCP cold start (run 2712: 43.3 s against
+    51.1 and 53.1 s) read as "XoT 1.28x" where the means were 1.07x."""
     pairs = transport_pairs(run)
     require(bool(pairs), "no TCP and TLS cold starts of the same profile and repetition",
             "TRANSPORTS=tcp,tls")
     lab_conditions(run, verdict, [c for pair in pairs for c in pair])
-    parts, failed, reuse, ratios = [], [], [], []
+    parts, failed, reuse = [], [], []
+    per_zone_s: dict[str, list[float]] = {"tcp": [], "tls": []}
     for tcp, tls in pairs:
         per_zone = {name: connections_per_zone(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
         starts = {name: cold_start(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
@@ -707,21 +713,28 @@ def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> No
                         if mean["tls"] is not None and mean["tcp"] is not None else "")
                      + f"; reuse: {per_zone['tls']:.2f} vs {per_zone['tcp']:.2f} connections "
                      "per zone")
+        for name in ("tcp", "tls"):
+            if mean[name] is not None:
+                per_zone_s[name].append(mean[name])
         if mean["tls"] is None:
             failed.append(f"{ends}: XoT did not serve every zone")
-            continue
-        if mean["tcp"] is None:
-            ratios.append(0.0)  # TCP stalled, XoT finished: not slower
-            continue
-        ratio = mean["tls"] / mean["tcp"]
-        ratios.append(ratio)
+    pairs_named = ", ".join(sorted({f"{t.params.get('primary', '?')}->"
+                                    f"{t.params.get('secondary', '?')}" for _, t in pairs}))
+    reps = f"{len(pairs)} repetition{'s' if len(pairs) != 1 else ''}"
+    if not per_zone_s["tls"]:
+        verdict.phrase = (f"XoT did not finish, {_span(reuse)} % of TCP's connections "
+                          f"({pairs_named})")
+    elif not per_zone_s["tcp"]:
+        verdict.phrase = f"TCP did not finish, XoT did ({pairs_named}, {reps})"
+    else:
+        tls_mean = statistics.fmean(per_zone_s["tls"])
+        tcp_mean = statistics.fmean(per_zone_s["tcp"])
+        ratio = tls_mean / tcp_mean
+        verdict.phrase = (f"XoT {ratio:.2f}x TCP's mean time per zone over {reps} "
+                          f"({1000 * tls_mean:.2f} vs {1000 * tcp_mean:.2f} ms), "
+                          f"{_span(reuse)} % of its connections ({pairs_named})")
         if ratio > max_time_ratio:
-            failed.append(f"{ends}: XoT {ratio:.2f}x TCP's time per zone")
-    pairs_named = sorted({f"{t.params.get('primary', '?')}->{t.params.get('secondary', '?')}"
-                          for _, t in pairs})
-    verdict.phrase = ((f"XoT {_span(ratios, '{:.2f}')}x TCP's time per zone" if ratios else
-                       "XoT did not finish")
-                      + f", {_span(reuse)} % of its connections ({', '.join(pairs_named)})")
+            failed.append(f"XoT {ratio:.2f}x TCP's mean time per zone")
     verdict.measured = "; ".join(parts)
     assert not failed, "; ".join(failed)
 

@@ -39,8 +39,12 @@ def _each_cell(run: Run, notes: list[str], draw: Callable[[Cell, str, int], Any]
 
 
 def _legend(ax: Axes) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()  # style.finish moves it above the axes
+    """One entry per label (a marker drawn at several points is named once)."""
+    seen: dict[str, Any] = {}
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+        seen.setdefault(label, handle)
+    if seen:
+        ax.legend(list(seen.values()), list(seen))  # style.finish moves it above the axes
 
 
 SEED_SMALLEST_S = -0.354  # seed 002: the smallest zone 'served' before the secondary started
@@ -284,9 +288,8 @@ def connect_failures(run: Run, fig: Any, notes: list[str]) -> None:
         if panel.profile == panels(run)[0].profile:
             _seed_failure(ax)
 
-    _series_panels(run, fig, notes, read, "connect failures", extra,
-                   calibration_label="calibration, the seed's range (no failure)",
-                   cumulative=True)
+    # no "(no failure)" in the label: at ~620 conn/s (run 2712) the seed's range ran out too
+    _series_panels(run, fig, notes, read, "connect failures", extra, cumulative=True)
 
 
 # what differs between a sweep's cells without making a line of its own: the count itself,
@@ -315,8 +318,8 @@ def _sweep_lines(cells: list[Cell]) -> dict[str, list[Cell]]:
 @plot("time_per_zone", title="Time per zone vs zone count (is transfer time linear?)",
       caption="total_time_s / zones per cell, a line per secondary; a flat line would mean time "
               "proportional to zone count. Triangles at the top: the cell did not serve all "
-              "zones by its deadline. Dotted: as many zones as the port range has ports (fewer "
-              "cannot use it up).")
+              "zones by its deadline; X: the cell's connect failures (its ports ran out). "
+              "Dotted: as many zones as the port range has ports (fewer cannot use it up).")
 def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     cells = [c for c in run.cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
     if not cells:
@@ -326,7 +329,7 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     stalled: dict[int, list[str]] = {}
     said, tops = [], [1.0]
     for label, mine in lines.items():
-        xs, ys = [], []
+        xs, ys, failed = [], [], []
         for cell in sorted(mine, key=lambda c: int(c.params["zones"])):
             zones = int(cell.params["zones"])
             try:
@@ -339,7 +342,22 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                 continue
             xs.append(zones)
             ys.append(1000.0 * float(total) / zones)
+            if int(cell.figure("connect_failures", optional=True) or 0) > 0:
+                failed.append((zones, ys[-1], int(cell.figure("connect_failures"))))
         ax.plot(xs, ys, marker="o", color=colours[label], label=label)
+        # the mechanism on the figure: where ports ran out, and the line's own range
+        for zones, y, count in failed:
+            ax.plot([zones], [y], marker="X", markersize=13, color=style.INK, linestyle="none",
+                    markeredgecolor="white", zorder=20,
+                    label="ports ran out (connect failures)")
+            ax.annotate(f"{count:,} failed", (zones, y), xytext=(0, 11),
+                        textcoords="offset points", ha="center", fontsize=10.5,
+                        color=style.INK)
+        ranges = {int(p) for c in mine if (p := c.figure("port_range_size", optional=True))}
+        if len(ranges) == 1 and len(lines) > 1:
+            ports = ranges.pop()
+            ax.axvline(ports, color=colours[label], linestyle=":", linewidth=1.5,
+                       label=f"{label}: as many zones as ports ({ports:,})")
         tops += ys
         if len(ys) >= 2:
             said.append(f"{label}: {ys[0]:.1f} ms per zone at {xs[0]:,} zones, {ys[-1]:.1f} ms "
@@ -354,7 +372,7 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                     textcoords="offset points", ha="center", fontsize=10, color=style.INK)
         said.append(f"{', '.join(labels)}: {zones:,} zones not served by the deadline")
     ranges = {int(p) for c in cells if (p := c.figure("port_range_size", optional=True))}
-    if len(ranges) == 1:
+    if len(ranges) == 1 and len(lines) == 1:
         ports = ranges.pop()
         ax.axvline(ports, color=style.INK, linestyle=":", linewidth=1.5,
                    label=f"as many zones as ports in the range ({ports:,})")

@@ -157,6 +157,18 @@ def test_f2_qps_gain_zero_untuned_qps_is_not_a_crash(tmp_path: Path) -> None:
     expect(run, "F2.qps-gain", "not_applicable")
 
 
+def test_f2_a_sink_slower_than_dnsdist_is_not_the_generators_ceiling(tmp_path: Path) -> None:
+    # run 6291: dnsperf's ceiling cell answered 153k from NSD, dnsdist 181k: "generator-limited"
+    # before; the generator's own ceiling is simply not measured
+    run = f2_fx.dnsdist_run(tmp_path, untuned=181000, tuned=345000, ceiling=153000, cpus=16)
+    v = verdict(run, "F2.qps-gain")
+    assert v["status"] == "not_applicable"
+    assert "sink" in v["line"] and "generator-limited" not in v["line"], v["line"]
+    kxdpgun = f2_fx.dnsdist_run(tmp_path / "flood", untuned=181000, tuned=345000,
+                                ceiling=600000, generator="kxdpgun", cpus=16)
+    expect(kxdpgun, "F2.qps-gain", "reproduced")  # an open loop's ceiling is the rate it sent
+
+
 def test_f2_failures_drop_with_less_load_is_not_a_pass(tmp_path: Path) -> None:
     run = f2_fx.dnsdist_run(tmp_path, untuned=220000, tuned=150000, untuned_fail=100.0,
                            tuned_fail=0.0, cpus=16)

@@ -232,3 +232,8 @@ def test_an_open_loop_ceiling_is_the_rate_the_flood_sent(tmp_path: Path) -> None
     far = texts(f2.dnsdist_run(tmp_path / "far", untuned=20000, tuned=24000,
                                ceiling=1e6, generator="kxdpgun"))
     assert any("1,000,000 qps sent (off this scale)" in t for t in far), far
+    # dnsperf's (closed loop) ceiling below dnsdist (run 6291): the sink's limit, said on it
+    sink = texts(f2.dnsdist_run(tmp_path / "sink", untuned=181027, tuned=178726,
+                                ceiling=153436))
+    assert any("153,436 qps\nthe sink's limit" in t for t in sink), sink
+    assert "ceiling (a sink answers)" in sink
