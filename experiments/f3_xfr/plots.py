@@ -328,6 +328,7 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     colours = dict(zip(lines, style.colors_for(list(lines)), strict=True))
     stalled: dict[int, list[str]] = {}
     said, tops = [], [1.0]
+    line_range: dict[str, int] = {}  # a line's port range, where its cells share one
     for label, mine in lines.items():
         xs, ys, failed = [], [], []
         for cell in sorted(mine, key=lambda c: int(c.params["zones"])):
@@ -353,11 +354,10 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             ax.annotate(f"{count:,} failed", (zones, y), xytext=(0, 11),
                         textcoords="offset points", ha="center", fontsize=10.5,
                         color=style.INK)
-        ranges = {int(p) for c in mine if (p := c.figure("port_range_size", optional=True))}
-        if len(ranges) == 1 and len(lines) > 1:
-            ports = ranges.pop()
-            ax.axvline(ports, color=colours[label], linestyle=":", linewidth=1.5,
-                       label=f"{label}: as many zones as ports ({ports:,})")
+        mine_ranges = {int(p) for c in mine
+                       if (p := c.figure("port_range_size", optional=True))}
+        if len(mine_ranges) == 1:
+            line_range[label] = mine_ranges.pop()
         tops += ys
         if len(ys) >= 2:
             said.append(f"{label}: {ys[0]:.1f} ms per zone at {xs[0]:,} zones, {ys[-1]:.1f} ms "
@@ -372,10 +372,14 @@ def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                     textcoords="offset points", ha="center", fontsize=10, color=style.INK)
         said.append(f"{', '.join(labels)}: {zones:,} zones not served by the deadline")
     ranges = {int(p) for c in cells if (p := c.figure("port_range_size", optional=True))}
-    if len(ranges) == 1 and len(lines) == 1:
+    if len(ranges) == 1:
         ports = ranges.pop()
         ax.axvline(ports, color=style.INK, linestyle=":", linewidth=1.5,
                    label=f"as many zones as ports in the range ({ports:,})")
+    else:  # the lines ran with ranges of their own (default and the wide-ports control)
+        for label, ports in line_range.items():
+            ax.axvline(ports, color=colours[label], linestyle=":", linewidth=1.5,
+                       label=f"{label}: as many zones as ports ({ports:,})")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(style.THOUSANDS)
     ax.set_xlabel("zones in the set (count, log scale)")
