@@ -130,7 +130,6 @@ def median_line(series: list[tuple[np.ndarray, np.ndarray]], *, cumulative: bool
 
 def _series_panels(run: Run, fig: Any, notes: list[str], read: Callable[[Cell], tuple],
                    ylabel: str, extra: Callable[[Run, Panel, Axes], None] | None = None,
-                   calibration_label: str = "calibration, the seed's range",
                    cumulative: bool = False) -> None:
     """Small multiples: per condition the repetitions thin, their median bold, the
     calibration cold start of the same transport thin grey; one legend below the panels."""
@@ -159,7 +158,7 @@ def _series_panels(run: Run, fig: Any, notes: list[str], read: Callable[[Cell], 
             try:
                 t, y = read(panel.calibration)
                 ax.plot(t, y, color=style.MUTED, linewidth=1.4, linestyle="--",
-                        label=calibration_label)
+                        label="calibration, the seed's range")
             except LabError as exc:
                 notes.append(f"{panel.calibration.label}: {exc.message}")
         drawn += bool(series)

@@ -135,6 +135,11 @@ def test_the_sweep_is_a_line_per_secondary_not_a_colour_per_point(tmp_path: Path
     assert [line.get_label() for line in series] == ["bind", "knot"]
     assert len(series[0].get_xdata()) == 7  # 1,000-50,000; 100,000 did not finish
     assert "as many zones as ports in the range (17,000)" in legend_texts(fig)
+    # where the ports ran out is on the figure: an X at 20,000-50,000 (past 17,000 ports)
+    marked = sorted({float(x) for line in ax.get_lines() if line.get_marker() == "X"
+                     for x in line.get_xdata()})
+    assert marked == [20000.0, 30000.0, 50000.0], marked
+    assert legend_texts(fig).count("ports ran out (connect failures)") == 1
     assert any("100,000 zones not served" in r for r in rendered.readings)
     assert all(len(text) < 60 for text in legend_texts(fig))
 
