@@ -686,10 +686,11 @@ def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> No
     seed does not state (it asks about reuse in its conclusion): XoT made 20 % faster than
     TCP without reuse stayed "not reproduced". Reuse is now an observation in the text.
 
-    The means are over the repetitions, as the seed's chart is a mean: a repetition's TCP and
-    TLS cold starts ran ~20 minutes apart (every TCP cell first), so pairing them by number
-    compared two unpaired samples, and one fast TCP cold start (run 2712: 43.3 s against
-    51.1 and 53.1 s) read as "XoT 1.28x" where the means were 1.07x."""
+    The means are over the repetitions, as the seed's chart is a mean: in run 2712 a
+    repetition's TCP and TLS cold starts ran ~20 minutes apart (every TCP cell first; the
+    procedure now runs them back to back), so pairing them by number compared two unpaired
+    samples, and one fast TCP cold start (43.3 s against 51.1 and 53.1 s) read as "XoT
+    1.28x" where the means were 1.07x."""
     pairs = transport_pairs(run)
     require(bool(pairs), "no TCP and TLS cold starts of the same profile and repetition",
             "TRANSPORTS=tcp,tls")

@@ -380,7 +380,10 @@ def choose_port_range(run: Run, server: str, transport: str,
 
 def cold_start(run: Run) -> None:
     """xfr-30k-zones: per transport a calibration (PORT_RANGE=auto), then one cold-start cell
-    per sysctl profile and repetition."""
+    per sysctl profile, transport and repetition, repetition by repetition: a repetition's
+    TCP and TLS cold starts of a profile run back to back, so comparing them compares two
+    runs minutes apart, not the first and the last half of the run (run 2712 ran every TCP
+    cell first, its TLS ones ~20 min later)."""
     params = run.params
     server = params["secondary"]
     pair = ends(run, server)
@@ -392,14 +395,15 @@ def cold_start(run: Run) -> None:
     run.plan(len(transports) * (len(params["profiles"]) * reps
                                 + (params["port_range"] == "auto")),
              per_cell_s=min(params["deadline_s"], 30 + params["zones"] / 300))
-    for transport in transports:
-        port_range = choose_port_range(run, server, transport, zone_refs)
+    port_ranges = {transport: choose_port_range(run, server, transport, zone_refs)
+                   for transport in transports}
+    for rep in range(reps):
         for profile_name in params["profiles"]:
-            for rep in range(reps):
+            for transport in transports:
                 cell_id = f"transport={transport},profile={profile_name}" + (
                     f",rep={rep}" if reps > 1 else "")
                 run_cold_start_cell(run, cell_id, zone_refs, server, profile_name,
-                                    {"rep": rep}, transport, port_range)
+                                    {"rep": rep}, transport, port_ranges[transport])
 
 
 def zone_sweep(run: Run) -> None:
