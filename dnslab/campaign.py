@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from dnslab import findings, paths, results
+from dnslab import experiment_spec, findings, paths, results, topology
 from dnslab.errors import LabError
 
 PLAN = paths.EXPERIMENTS / "campaign.yaml"
@@ -63,11 +63,23 @@ def load_plan(path: Path = PLAN) -> list[Step]:
         if name not in known:
             raise LabError(f"{path}: step {name!r} is no experiment",
                            hint="known experiments: " + ", ".join(known))
-        steps.append(Step(name, {str(k): str(v) for k, v in (entry.get("overrides") or {}).items()},
-                          float(entry.get("minutes") or 0)))
+        overrides = {str(k): str(v) for k, v in (entry.get("overrides") or {}).items()}
+        _check_overrides(path, name, overrides)
+        steps.append(Step(name, overrides, float(entry.get("minutes") or 0)))
     if not steps:
         raise LabError(f"{path}: the plan has no steps", hint="list steps: [{experiment: ...}]")
     return steps
+
+
+def _check_overrides(path: Path, name: str, overrides: dict[str, str]) -> None:
+    """A step's overrides keep to its experiment's rules: said before the campaign starts,
+    not hours later when the step does."""
+    spec = experiment_spec.load_spec(name)
+    try:
+        params = experiment_spec.resolve_params(spec, overrides, None)
+        experiment_spec.check_params(spec, params, topology.load(spec.topology))
+    except LabError as exc:
+        raise LabError(f"{path}: step {name}: {exc.message}", hint=exc.hint) from None
 
 
 def _parse_time(text: Any) -> dt.datetime | None:

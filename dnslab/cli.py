@@ -21,6 +21,9 @@ app.command("reproduce", context_settings={"allow_extra_args": True,
                                           "ignore_unknown_options": True})(reproduce_cmd.reproduce)
 
 
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C or SIGTERM
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -32,29 +35,35 @@ def interrupt_on_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def main() -> None:
-    interrupt_on_signals()
+def run(argv: list[str]) -> int:
+    """Run the command `argv` (without the program's name); its exit status. A user's
+    error is one line on stderr and status 2; an interrupt (Ctrl-C, SIGTERM) status 130."""
     try:
-        code = app(standalone_mode=False)
+        code = app(args=argv, prog_name="dnslab", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.exceptions.Abort:
-        print("interrupted: the lab was torn down", file=sys.stderr)
-        sys.exit(130)
+        code = INTERRUPTED
     except LabError as exc:
         print(exc.one_line(), file=sys.stderr)
         if exc.detail:
             print(exc.detail, file=sys.stderr)
-        sys.exit(2)
+        return 2
     except PermissionError as exc:
         print(f"error: permission denied: {exc.filename} (hint: run it with sudo)",
               file=sys.stderr)
-        sys.exit(2)
+        return 2
     except KeyboardInterrupt:
+        code = INTERRUPTED
+    if code == INTERRUPTED:  # typer turns an interrupt into this status
         print("interrupted: the lab was torn down", file=sys.stderr)
-        sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    interrupt_on_signals()
+    sys.exit(run(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -510,6 +510,14 @@ def procedure(spec: ExperimentSpec) -> Callable[[Run], None]:
                        "<module>.py") from None
 
 
+def check_procedure_params(spec: ExperimentSpec, params: dict[str, Any]) -> None:
+    """What the rules cannot say: the procedure module's own `check_params(params)`, when it
+    has one (a LabError), before the run folder exists."""
+    check = getattr(importlib.import_module(spec.procedure_module), "check_params", None)
+    if callable(check):
+        check(params)
+
+
 def run_experiment(name: str, args: list[str], command: list[str] | None = None) -> Run:
     """Run an experiment end to end (no analysis: see `dnslab.commands.experiment`)."""
     overrides = parse_overrides(args)
@@ -526,9 +534,10 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         resume_path, params, scale = resume_params(spec, Path(resume), overrides, scale)
     else:
         resume_path, params = None, resolve_params(spec, overrides, scale)
-    run_fn = procedure(spec)
     topo = lab_engine.topology.load(spec.topology)
     check_params(spec, params, topo)  # every value, before any work and any run folder
+    run_fn = procedure(spec)
+    check_procedure_params(spec, params)
     if hosts.inventory is not None and runtime == "auto":
         runtime = "netns"  # the one runtime a lab across hosts has for now
     # chosen (auto: said why) and checked once for the whole run, before the first cell

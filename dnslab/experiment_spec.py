@@ -1,10 +1,11 @@
 """Experiment files and their parameters: `experiments/<finding>/<name>.yaml` read into an
 `ExperimentSpec`, `KEY=VALUE` overrides typed by the defaults they replace, a scale applied,
-every value checked against what it may be (`check_params`: the file's `choices:`, sysctl
-profiles by name) before any work, and a resumed run's own parameters checked against what
-is asked now. The runner (dnslab/experiment.py) runs what these give it. `describe` says
-what an experiment is (`dnslab experiment show NAME`): its story, parameters with their
-defaults, scales, choices and comments, the claims that judge it and the plots it draws.
+every value checked against its parameter's rule (`rules:` beside `params:`, one short line
+each: dnslab/param_rules.py) before any work, and a resumed run's own parameters checked
+against what is asked now. The runner (dnslab/experiment.py) runs what these give it.
+`describe` says what an experiment is (`dnslab experiment show NAME`): its story, parameters
+with their defaults, scales, rules and comments, the claims that judge it and the plots it
+draws.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from dnslab import findings
+from dnslab import findings, param_rules, yamlfile
 from dnslab.errors import LabError
+from dnslab.param_rules import Rule
 from dnslab.results import is_run, read_meta
-from dnslab.sysctl import known_profiles
 from dnslab.topology import Topology
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME", "HOSTS",
@@ -48,9 +49,8 @@ class ExperimentSpec:
     plots: list[str]
     params: dict[str, Any]
     scales: dict[str, dict[str, Any]]
-    # parameter -> the values it may take: a list, or {role: <role>} (a server kind the
-    # topology has a node of in that role)
-    choices: dict[str, Any] = field(default_factory=dict)
+    # parameter -> what it may be (`rules:`; every parameter of a finding's file has one)
+    rules: dict[str, Rule] = field(default_factory=dict)
     # its procedure runs with the lab split across hosts (HOSTS=); the others refuse it
     across_hosts: bool = False
 
@@ -117,7 +117,8 @@ def load_own(path: Path) -> ExperimentSpec:
         raise LabError(f"{path}: {', '.join(unknown)} is no parameter of {spec.procedure}",
                        hint="parameters: " + ", ".join(defaults["params"]))
     spec.params = {**defaults["params"], **spec.params}
-    spec.choices = {**(defaults.get("choices") or {}), **spec.choices}
+    spec.rules = {**_rules(defaults_file, defaults["params"], defaults.get("rules")),
+                  **spec.rules}
     scales = {scale: dict(values) for scale, values in (defaults.get("scales") or {}).items()}
     for scale, values in spec.scales.items():
         scales.setdefault(scale, {}).update(values)
@@ -137,13 +138,13 @@ def procedure_defaults(spec: ExperimentSpec) -> Path:
 
 
 def _read_defaults(path: Path) -> dict[str, Any]:
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = yamlfile.load(path.read_text()) or {}
     return {**raw, "params": raw.get("params") or {}}
 
 
 def _parse(name: str, path: Path, finding: findings.Finding | None) -> ExperimentSpec:
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yamlfile.load(path.read_text()) or {}
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise LabError(f"{path}:{line}: experiment file does not parse: {exc.problem}",
@@ -156,25 +157,55 @@ def _parse(name: str, path: Path, finding: findings.Finding | None) -> Experimen
     if missing:
         raise LabError(f"{path}: missing {', '.join(missing)}",
                        hint="see docs/architecture.md for the experiment file format")
-    choices = raw.get("choices") or {}
+    if "choices" in raw:
+        raise LabError(f"{path}: choices: is now rules:, one rule per parameter",
+                       hint="rules: {transports: each one of tcp, tls, ...} (the forms: "
+                            "docs/architecture.md, Experiment files)")
     params = raw.get("params") or {}
-    unknown = [k for k in choices if k not in params] if finding else []
-    if unknown:
-        raise LabError(f"{path}: choices for {', '.join(unknown)}, which is no parameter",
-                       hint="choices: name parameters of params:")
+    rules = _rules(path, params, raw.get("rules"), every=finding is not None)
     return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
                           topology=str(raw["topology"]), procedure=str(raw["procedure"]),
                           finding=finding, claims=list(raw.get("claims") or []),
                           plots=list(raw.get("plots") or []), params=params,
-                          scales=raw.get("scales", {}), choices=choices,
+                          scales=raw.get("scales", {}), rules=rules,
                           across_hosts=bool(raw.get("across_hosts", False)))
+
+
+def _rules(path: Path, params: dict[str, Any], raw: Any, every: bool = True) -> dict[str, Rule]:
+    """A file's `rules:`, parsed: each names a parameter, and (`every`) each parameter has
+    one; a rule that is no rule is one line naming the file and the parameter."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise LabError(f"{path}: rules: is a map of parameter to rule",
+                       hint="rules: {zones: int >= 1, ...}")
+    unknown = [k for k in raw if k not in params]
+    if unknown:
+        raise LabError(f"{path}: a rule for {', '.join(unknown)}, which is no parameter",
+                       hint="rules: name parameters of params:")
+    missing = [k for k in params if k not in raw]
+    if every and missing:
+        raise LabError(f"{path}: parameter {', '.join(missing)} has no rule",
+                       hint="rules: <parameter>: <rule> for each, e.g. int >= 1, number 0..1, "
+                            "one of a, b (docs/architecture.md, Experiment files)")
+    rules = {}
+    for key, text in raw.items():
+        try:
+            rules[key] = param_rules.parse(str(text))
+        except param_rules.RuleError as exc:
+            raise LabError(f"{path}: the rule of {key}: {exc}",
+                           hint="see dnslab/param_rules.py for the forms a rule takes") from None
+    return rules
 
 
 def all_specs() -> list[ExperimentSpec]:
     return [load_spec(name) for name in known_experiments()]
 
 
-def _coerce(key: str, text: str, default: Any) -> Any:
+class _NotTyped(ValueError):
+    """A command-line value that does not read as its default's type."""
+
+
+def _coerce(text: str, default: Any) -> Any:
     try:
         if isinstance(default, bool):
             if text.lower() in ("1", "true", "yes", "on"):
@@ -197,14 +228,14 @@ def _coerce(key: str, text: str, default: Any) -> Any:
                 return [int(t) for t in items]
             return items
     except (ValueError, yaml.YAMLError):
-        raise LabError(f"{key.upper()}={text!r} is not a valid {type(default).__name__}",
-                       hint=f"the default is {default!r}") from None
+        raise _NotTyped(text) from None
     return text
 
 
 def resolve_params(spec: ExperimentSpec, overrides: dict[str, str],
                    scale: str | None) -> dict[str, Any]:
-    """Defaults, then the scale's values, then the command line's KEY=VALUE."""
+    """Defaults, then the scale's values, then the command line's KEY=VALUE (each read as its
+    default's type: a value that is not is refused by its rule)."""
     params = dict(spec.params)
     if scale and scale != "full":
         if scale not in spec.scales:
@@ -214,51 +245,43 @@ def resolve_params(spec: ExperimentSpec, overrides: dict[str, str],
     for raw_key, text in overrides.items():
         key = parameter_key(raw_key, params)
         if key not in params:
-            raise LabError(f"experiment {spec.name!r} has no parameter {raw_key!r}",
+            raise LabError(f"experiment {spec.name!r} has no parameter "
+                           f"{param_rules.shown(raw_key)!r}",
                            hint="parameters: " + ", ".join(k.upper() for k in params))
-        params[key] = _coerce(key, text, spec.params.get(key, params[key]))
+        default = spec.params.get(key, params[key])
+        try:
+            params[key] = _coerce(text, default)
+        except _NotTyped:
+            rule = spec.rules.get(key)
+            if rule is None:
+                raise LabError(f"{key.upper()}={param_rules.shown(text)} is not a valid "
+                               f"{type(default).__name__}",
+                               hint=f"the default is {default!r}") from None
+            raise param_rules.refusal(key, text, rule, rule_context(spec, params)) from None
     return params
 
 
-def is_profile_parameter(key: str) -> bool:
-    """`profile`, `profiles` and `<x>_profile` name sysctl profiles (experiments/profiles/)."""
-    return key in ("profile", "profiles") or key.endswith("_profile")
-
-
-def allowed_values(spec: ExperimentSpec, key: str, topology: Topology | None) -> list[str] | None:
-    """What parameter `key` may be (None: anything its type allows)."""
-    rule = spec.choices.get(key)
-    if isinstance(rule, dict) and "role" in rule:
-        if topology is None:
-            return None
-        return list(topology.nodes_by_server(str(rule["role"])))
-    if rule is not None:
-        return [str(v) for v in rule]
-    if is_profile_parameter(key):
-        return known_profiles()
-    return None
+def rule_context(spec: ExperimentSpec, params: dict[str, Any],
+                 topology: Topology | None = None) -> param_rules.Context:
+    return param_rules.Context(params=params, topology=topology,
+                               experiment=spec.name if spec.finding else str(spec.path),
+                               defaults=spec.params)
 
 
 def check_params(spec: ExperimentSpec, params: dict[str, Any],
                  topology: Topology | None = None) -> None:
-    """Every parameter with a set of choices holds only those (a list parameter at least
-    one): a one-line LabError naming the choices, before the run starts anything."""
-    for key, value in params.items():
-        allowed = allowed_values(spec, key, topology)
-        if allowed is None:
-            continue
-        if isinstance(value, list):
-            values, empty = [str(v) for v in value], not value
-        else:
-            # an empty scalar is "not set" (e.g. PRIMARY=: the lab's first primary)
-            values, empty = ([str(value)] if str(value) else []), False
-        bad = [v for v in values if v not in allowed]
-        if bad or empty:
-            where = (f" (lab {topology.name!r} has no such {spec.choices[key]['role']})"
-                     if isinstance(spec.choices.get(key), dict) and topology else "")
-            raise LabError(f"{key.upper()}={','.join(values)}: "
-                           f"{repr(bad[0]) + ' is not a choice' if bad else 'choose at least one'}"
-                           f"{where}", hint=f"{key.upper()} from: {', '.join(allowed)}")
+    """Every value against its parameter's rule (its range, its choices, the lab's server
+    kinds, the parameters it is bound to), in the file's order: the first that breaks one
+    is a one-line LabError naming the parameter, the value and what it may be, before the
+    run starts anything."""
+    context = rule_context(spec, params, topology)
+    # a parameter others are bound to first: a bad STEP_S is named as such, not as the
+    # WARMUP_S that must stay below it
+    referred = {other for rule in spec.rules.values() for other in rule.refers_to}
+    for key in sorted(params, key=lambda k: k not in referred):
+        rule = spec.rules.get(key)
+        if rule is not None:
+            param_rules.check(key, params[key], rule, context)
 
 
 def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
@@ -305,7 +328,7 @@ class ParameterInfo:
     key: str
     default: Any
     scales: dict[str, Any]  # scale -> its value, where a scale sets one
-    choices: str  # what it may be, in words ("" when anything its type allows)
+    rule: str  # what it may be, in words ("" when the file gives no rule)
     comment: str  # the experiment file's comment on it
 
 
@@ -375,17 +398,11 @@ def decorated_titles(module: Path, decorator: str) -> dict[str, str]:
     return found
 
 
-def _choices_text(spec: ExperimentSpec, key: str, topology: Topology | None) -> str:
-    rule = spec.choices.get(key)
-    allowed = allowed_values(spec, key, topology)
-    if allowed is None:
-        return ""
-    text = ", ".join(allowed)
-    if isinstance(rule, dict) and "role" in rule:
-        return f"{text} (the {rule['role']} kinds of lab {spec.topology})"
+def _rule_text(spec: ExperimentSpec, key: str, topology: Topology | None) -> str:
+    rule = spec.rules.get(key)
     if rule is None:
-        return f"{text} (sysctl profiles, experiments/profiles/)"
-    return text
+        return ""
+    return param_rules.describe(rule, rule_context(spec, spec.params, topology), values=False)
 
 
 def describe(spec: ExperimentSpec, topology: Topology | None = None) -> Description:
@@ -397,7 +414,7 @@ def describe(spec: ExperimentSpec, topology: Topology | None = None) -> Descript
         ParameterInfo(key=key, default=default,
                       scales={scale: values[key] for scale, values in spec.scales.items()
                               if key in values},
-                      choices=_choices_text(spec, key, topology), comment=comments.get(key, ""))
+                      rule=_rule_text(spec, key, topology), comment=comments.get(key, ""))
         for key, default in spec.params.items()]
     claim_titles: dict[str, str] = {}
     plot_titles: dict[str, str] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from dnslab import cpus, paths
+from dnslab import cpus, paths, yamlfile
 from dnslab.errors import LabError
 from dnslab.servers.manifest import kinds_for_role, server_kinds
 
@@ -175,7 +175,7 @@ def load(source: str | Path) -> Topology:
     """Parse and check a topology file; every problem is a LabError naming file and line."""
     path = find_lab(str(source))
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yamlfile.load(path.read_text())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark else "?"

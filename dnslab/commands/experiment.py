@@ -1,5 +1,5 @@
 """`dnslab experiment run|list|show`: run an experiment file end to end, list the known ones,
-or show what one is (its story, parameters with defaults, scales and choices, its claims and
+or show what one is (its story, parameters with defaults, scales and rules, its claims and
 plots).
 
 The flow goes one way: the runner writes the run folder (dnslab.results), then this command
@@ -52,7 +52,7 @@ def list_() -> None:
 
 @app.command()
 def show(name: str = typer.Argument("", help="experiment name, e.g. tcp-fallback")) -> None:
-    """What NAME is: its story, parameters (defaults, scales, choices), claims and plots."""
+    """What NAME is: its story, parameters (defaults, scales, rules), claims and plots."""
     print(render_show(name))
 
 
@@ -76,7 +76,7 @@ def render_show(name: str, width: int | None = None) -> str:
         for scale, value in info.scales.items():
             line += f"   [{scale}: {experiment_spec.as_typed(value)}]"
         out.append(line)
-        said = [f"choices: {info.choices}"] if info.choices else []
+        said = [f"may be: {info.rule}"] if info.rule else []
         said += [info.comment] if info.comment else []
         for text in said:
             out += textwrap.wrap(text, width, initial_indent="      ", subsequent_indent="      ",

@@ -151,11 +151,10 @@ def write_zone(run: Run, names: int) -> tuple[list[ZoneRef], Path]:
     return zones, qfile
 
 
-def check_params(run: Run) -> dict[str, str]:
-    """Everything a run's parameters ask, checked before its first cell: the generator of
-    every transport (and `dnsload stream` only where it can), the connection modes. Returns
-    the generators by transport."""
-    params = run.params
+def check_params(params: dict[str, Any]) -> dict[str, str]:
+    """What the parameters' rules cannot say, checked by the runner before the run folder
+    exists: a generator for every transport (`dnsload stream` only where it can send), the
+    connection modes. Returns the generators by transport."""
     generators = {str(k): str(v) for k, v in (params.get("generators") or {}).items()}
     unknown = [t for t in params["transports"] if t not in TRANSPORTS]
     if unknown:
@@ -397,7 +396,7 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
 
 def _measure(run: Run, what: str) -> None:
     params = run.params
-    generators = check_params(run)
+    generators = check_params(run.params)
     nodes = ServerNodes.of(run.topology, list(params["servers"]))
     placement = run.placement()
     zones, qfile = write_zone(run, int(params["names"]))

@@ -103,6 +103,14 @@ def test_a_plan_step_that_is_no_experiment_is_one_line(tmp_path: Path) -> None:
         campaign.Campaign.reopen(tmp_path / "nowhere")
 
 
+def test_a_plan_step_whose_override_breaks_a_rule_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(LabError) as refused:
+        campaign.load_plan(plan_file(tmp_path, "steps:\n  - {experiment: tcp-sysctl, "
+                                                "overrides: {LOADS: '150,0'}}\n"))
+    assert refused.value.message.endswith("step tcp-sysctl: LOADS=150,0: must be one or more "
+                                          "(comma separated) integers >= 1 (0 is not)")
+
+
 def test_the_repository_plan_covers_every_experiment() -> None:
     from dnslab import findings
 

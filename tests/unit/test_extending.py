@@ -36,7 +36,7 @@ WHOLE_FILES = ["tests/unit/test_findings.py", "tests/unit/test_experiment_params
                "test_every_experiment_file_loads_with_a_story_and_a_ci_scale"]
 # ... and those parametrized per finding or claim, for the throwaway's own
 SELECTED_FILES = ["tests/unit/test_analysis_claims.py", "tests/unit/test_figures_every_plot.py",
-                  "tests/unit/test_claims_adversarial.py"]
+                  "tests/unit/test_claims_adversarial.py", "tests/unit/test_param_fuzz.py"]
 SELECTION = "F99 or throwaway or every_claim or case_guard"
 
 
@@ -198,7 +198,9 @@ def test_the_tests_of_findings_and_kinds_pass_with_the_throwaways(extended: Path
     ran = pytest_in(extended, *SELECTED_FILES, "-k", SELECTION, "--collect-only")
     for wanted in ("test_claim_verdict[F99.", "test_every_plot_is_a_readable_slide[F99]",
                    "test_altered_data_leaves_nothing_reproduced[throwaway-echo]",
-                   "test_the_published_figure_is_drawn_and_labelled[F99]"):
+                   "test_the_published_figure_is_drawn_and_labelled[F99]",
+                   "test_a_bad_value_is_one_line_and_status_2_before_any_work[throwaway-echo-"
+                   "trials-zero]"):
         assert wanted in ran.stdout, wanted
     kinds = pytest_in(extended, "tests/unit/test_manifests.py", "--collect-only")
     assert f"[{KIND}]" in kinds.stdout

@@ -1,0 +1,105 @@
+"""The rule a parameter declares (dnslab/param_rules.py): what a rule's text may say, what each
+form accepts and refuses, and how a refusal reads (one line: the parameter, the value, what
+it may be)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dnslab import topology
+from dnslab.errors import LabError
+from dnslab.param_rules import Context, RuleError, check, describe, parse
+
+
+def refused(rule: str, value: Any, params: dict[str, Any] | None = None,
+            lab: str | None = None) -> str:
+    """The message refusing `value` for parameter `x`, or "" when it is accepted."""
+    context = Context(params={"x": value, **(params or {})},
+                      topology=topology.load(lab) if lab else None)
+    try:
+        check("x", value, parse(rule), context)
+    except LabError as exc:
+        assert "\n" not in exc.message
+        return exc.message
+    return ""
+
+
+@pytest.mark.parametrize("rule, good, bad", [
+    ("int >= 1", [1, 7, "12"], [0, -1, 1.5, True, "abc", "", [1], float("inf")]),
+    ("int 512..65535", [512, 65535], [511, 65536]),
+    ("number > 0, < 1", [0.5, 0.999], [0, 1, float("nan"), float("inf"), -0.1]),
+    ("number 0..1", [0, 0.3, 1], [1.01, -0.01]),
+    ("0 or int 512..65535", [0, 4096], [1, 511, -1]),
+    ("auto or int >= 0 or empty", ["auto", "5", 5, ""], ["-1", "many", "auto2"]),
+    ("bool", [True, False], [1, "yes"]),
+    ("one of max, p99", ["max", "p99"], ["p95", "", "MAX"]),
+    ("each one of tcp, tls", [["tcp"], ["tls", "tcp"]], [[], ["quic"], ["tcp", "quic"], "tcp"]),
+    ("each int >= 1", [[1, 2]], [[], [0], [1, -3]]),
+    ("cpus or empty", ["", "0", "0-1,3"], ["abc", "3-1", "-1", "0," * 200]),
+    ("dns name", ["victim.test.", "a-b.example"], ["a..b", "x" * 64 + ".test", "a b", "."]),
+    ("port range", ["1024 65535", "20000 20249"], ["5 3", "0 10", "1 70000", "1024", "a b"]),
+    ("query", ["www.example.test A", "x.test NAPTR"], ["www.example.test", "a b c"]),
+    ("text", ["anything"], ["x" * 201]),
+    ("map", [{}, {"a": 1}], ["a", [1]]),
+    ("sysctls", [{"net.ipv4.tcp_tw_reuse": 1}], [{"bad key": 1}, {"net.ipv4.x": [1]}, "a"]),
+    ("wan", [{"root": {"delay_ms": 20, "loss_pct": 0.5}}],
+     [{"root": {"delay_ms": -1}}, {"root": {"loss_pct": 101}}, {"root": {"nosuch": 1}},
+      {"root": 5}]),
+    ("each one of dnsperf, dnsload", [{"udp": "dnsperf"}], [{"udp": "nosuch"}, {}]),
+])
+def test_each_form_accepts_what_it_says_and_refuses_the_rest(rule: str, good: list[Any],
+                                                              bad: list[Any]) -> None:
+    for value in good:
+        assert refused(rule, value) == "", (rule, value)
+    for value in bad:
+        assert refused(rule, value).startswith("X="), (rule, value)
+
+
+def test_a_bound_may_name_another_parameter_and_says_its_value() -> None:
+    assert refused("int >= 0, < step_s", 3, {"step_s": 4}) == ""
+    assert refused("int >= 0, < step_s", 4, {"step_s": 4}) == \
+        "X=4: must be an integer >= 0 and < STEP_S (4)"
+    assert parse("int >= stair_start").refers_to == ("stair_start",)
+    # the other parameter's own rule speaks for a value that is no number
+    assert refused("int < step_s", 3, {"step_s": "abc"}) == ""
+
+
+def test_the_lab_gives_a_role_its_choices() -> None:
+    assert refused("secondary kind", "knot", lab="xfr") == ""
+    assert refused("secondary kind", "unbound", lab="xfr") == \
+        "X=unbound: 'unbound' is not a choice (lab 'xfr' has no such secondary)"
+    assert refused("secondary kind", "unbound") == "", "no lab: nothing to ask"
+    assert refused("server node", "client", lab="reference").startswith("X=client: 'client'")
+
+
+def test_a_refusal_is_one_short_line_with_a_hint() -> None:
+    context = Context(params={"zones": "9" * 5000}, experiment="xfr-30k-zones",
+                      defaults={"zones": 30000})
+    with pytest.raises(LabError) as caught:
+        check("zones", "9" * 5000, parse("int 1..1000000"), context)
+    assert caught.value.message == ("ZONES=999999999999999999999999999999... (5000 characters): "
+                                    "must be an integer from 1 to 1000000")
+    assert caught.value.hint == ("the default is ZONES=30000; "
+                                 "make show EXP=xfr-30k-zones: every rule")
+
+
+@pytest.mark.parametrize("rule, words", [
+    ("int >= 1", "an integer >= 1"),
+    ("number 0..0.98", "a number from 0 to 0.98"),
+    ("each one of before, after", "one or more (comma separated) of before, after"),
+    ("0 or int 512..65535", "0, or an integer from 512 to 65535"),
+    ("one of auto, seed or port range or empty",
+     'one of auto, seed, or a port range "LOW HIGH" within 1-65535, or empty'),
+    ("each int >= 1", "one or more (comma separated) integers >= 1"),
+])
+def test_a_rule_in_words(rule: str, words: str) -> None:
+    assert describe(parse(rule)) == words
+
+
+@pytest.mark.parametrize("text", ["", "integer >= 1", "int >= one two", "int 5..1", "each each int",
+                                  "each auto", "one of a,,b", "int ~ 3"])
+def test_a_text_that_is_no_rule_says_so(text: str) -> None:
+    with pytest.raises(RuleError):
+        parse(text)
