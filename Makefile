@@ -39,15 +39,17 @@ test-setup: $(VENV)/.installed
 
 lab: $(VENV)/.installed
 ifeq ($(LAB_ACTION),exec)
-	@$(DNSLAB) lab exec $(NODE) -- $(CMD)
+	@exec $(DNSLAB) lab exec $(NODE) -- $(CMD)
 else
-	@$(DNSLAB) lab $(or $(LAB_ACTION),status)
+	@exec $(DNSLAB) lab $(or $(LAB_ACTION),status)
 endif
 
+# exec: make's child is the CLI itself, so a SIGTERM to make (timeout, a CI job's end), which
+# make passes on to its child, reaches the runner and tears the lab down as Ctrl-C does
 experiment: $(VENV)/.installed
-	@$(DNSLAB) experiment run "$(EXP)" $(filter-out EXP=%,$(MAKEOVERRIDES))
+	@exec $(DNSLAB) experiment run "$(EXP)" $(filter-out EXP=%,$(MAKEOVERRIDES))
 
-# what an experiment is: its story, parameters (defaults, scales, choices), claims and plots
+# what an experiment is: its story, parameters (defaults, scales, rules), claims and plots
 show: $(VENV)/.installed
 	@$(DNSLAB) experiment show "$(EXP)"
 
@@ -62,7 +64,7 @@ runs: $(VENV)/.installed
 
 # every finding's experiments as one campaign, then the book (resumable: RESUME=results/campaign/<id>)
 reproduce: $(VENV)/.installed
-	@$(DNSLAB) reproduce $(filter SCALE=% RUNTIME=% RESUME=% PLAN_ONLY=%,$(MAKEOVERRIDES))
+	@exec $(DNSLAB) reproduce $(filter SCALE=% RUNTIME=% RESUME=% PLAN_ONLY=%,$(MAKEOVERRIDES))
 
 # the findings book (HTML + 16:9 PDF deck) from the newest complete run of each experiment
 book: $(VENV)/.installed

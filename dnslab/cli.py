@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -25,14 +26,26 @@ INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C or SIGTERM
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    """The first Ctrl-C or SIGTERM stops the command: the lab is torn down on the way out.
+    Those that follow are let pass, so none cuts the teardown short: `timeout ... make
+    experiment` sends SIGTERM to make and to its process group, and make passes its own on
+    to the CLI, which so receives two (a second Ctrl-C is as likely)."""
+    signal.signal(signal.SIGTERM, _while_stopping)
+    signal.signal(signal.SIGINT, _while_stopping)
     raise KeyboardInterrupt
 
 
+def _while_stopping(signum: int, frame: object) -> None:
+    # os.write: a print here could land inside another print to stderr
+    os.write(2, b"stopping: the lab is being torn down (SIGKILL stops at once and leaves it)\n")
+
+
 def interrupt_on_signals() -> None:
-    """SIGTERM (kill, a CI timeout) tears the lab down as Ctrl-C does; SIGINT is restored for
-    a run started in the background, where the shell leaves it ignored."""
+    """SIGTERM (kill, a CI timeout, make passing one on) tears the lab down as Ctrl-C does;
+    SIGINT is set for a run started in the background too, where the shell leaves it
+    ignored."""
     signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupt)
 
 
 def run(argv: list[str]) -> int:

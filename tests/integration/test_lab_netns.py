@@ -8,6 +8,7 @@ the runner is killed, and after Ctrl-C.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from dnslab import lab as lab_engine
 from dnslab import nsenter, topology
 from dnslab.errors import LabError
 from dnslab.render import reference_data
+from dnslab.results import read_meta
 from dnslab.runtime.clab import MGMT_NETWORK
 
 pytestmark = pytest.mark.integration
@@ -200,6 +202,46 @@ def test_interrupted_runner_leaves_nothing_after_down(sig):
     subprocess.run([*DNSLAB, "lab", "down", "--lab", "reference"], cwd=REPO, check=True,
                    capture_output=True)
     nothing_left("reference")
+
+
+def lab_processes(lab: str) -> list[int]:
+    node_dirs = str(REPO / "build" / "labs" / lab / "nodes")
+    return [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
+            if any(node_dirs in arg for arg in p.info["cmdline"] or [])]
+
+
+@pytest.mark.parametrize("to", ["make", "make and its process group"])
+def test_make_experiment_stopped_by_sigterm_leaves_nothing(tmp_path, to):
+    """SIGTERM to `make experiment` (a scheduler's kill, or `timeout`, which sends it to make
+    and to make's process group, so the runner gets make's and its own) tears the lab down
+    as Ctrl-C does: nothing of it is left, the run is kept as interrupted."""
+    lab_engine.down("xfr")
+    env = {**os.environ, "DNSLAB_RESULTS": str(tmp_path)}
+    make = subprocess.Popen(["make", "-C", str(REPO), "experiment", "EXP=xfr-smallest",
+                             "SCALE=ci", "RUNTIME=netns"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not lab_processes("xfr") and make.poll() is None:  # the lab's daemons run
+            assert time.monotonic() < deadline, "the experiment's lab did not come up"
+            time.sleep(0.05)
+        runner = psutil.Process(make.pid).children(recursive=True)
+        assert runner and make.poll() is None, "the run ended before its lab was stopped"
+        make.send_signal(signal.SIGTERM)
+        if to == "make and its process group":
+            os.killpg(make.pid, signal.SIGTERM)
+        _out, err = make.communicate(timeout=30)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.wait()
+            lab_engine.down("xfr")
+    assert "interrupted: the lab was torn down" in err and "Traceback" not in err, err
+    assert not [p for p in runner if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    nothing_left("xfr")
+    runs = list((tmp_path / "xfr-smallest").iterdir())
+    assert len(runs) == 1 and read_meta(runs[0])["complete"] is False
 
 
 def test_not_root_is_told_to_use_sudo():
