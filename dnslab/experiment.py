@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ from dnslab.experiment_spec import (
     resolve_params,
     resume_params,
 )
-from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement
+from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement, reach
 from dnslab.monitor import Monitors
 from dnslab.multihost import wanted_data_interfaces
 from dnslab.render import LabData
@@ -147,13 +148,18 @@ class RunHosts:
             raise LabError(f"experiment {spec.name} does not run across hosts yet",
                            hint="run it without HOSTS=; across hosts: "
                                 + ", ".join(spec_names_across_hosts()))
-        wanted_data_interfaces(self.inventory, sorted({self.generator_host, self.server_host}),
-                               runtime)  # hosts that mix one with none; clab
+        names = sorted({self.generator_host, self.server_host})
+        wanted_data_interfaces(self.inventory, names, runtime)  # hosts that mix one with none
         hosts = Hosts(self.inventory)
+        inventory = self.inventory
+
+        def cpus_of(name: str) -> list[int]:
+            return hosts.get(name).call("affinity-self", allowed=inventory.spec(name).cpus)
+
         try:
-            found = {name: hosts.get(name).call("affinity-self",
-                                                allowed=self.inventory.spec(name).cpus)
-                     for name in {self.generator_host, self.server_host}}
+            reach(hosts.get(name) for name in names)  # every host at once, seconds at most
+            with ThreadPoolExecutor(max_workers=len(names)) as pool:
+                found = dict(zip(names, pool.map(cpus_of, names), strict=True))
         finally:
             hosts.close()
         self.generator_cpus = found[self.generator_host]

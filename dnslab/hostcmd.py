@@ -193,14 +193,26 @@ def alive(pids: list[int]) -> dict[str, bool]:
 
 
 @verb
-def terminate(pids: list[int]) -> None:
+def terminate(pids: list[int]) -> list[int]:
+    """Stop the processes and wait until they have left the process table; the pids still
+    there (none, unless one would not die or was not reaped within seconds)."""
     from dnslab.processes import terminate as stop
 
-    stop(pids)
+    left = stop(pids)
     for pid in pids:
         child = _children.pop(pid, None)
         if child is not None:
             child.poll()
+    return left
+
+
+@verb
+def lab_processes(labs_folder: str, lab: str | None = None) -> list[list[Any]]:
+    """[pid, lab] of the processes of a lab (every lab, for None) still on this host, by the
+    lab folder their command line names (processes.lab_processes)."""
+    from dnslab.processes import lab_processes as find
+
+    return [[pid, name] for pid, name in find(labs_folder, lab)]
 
 
 @verb

@@ -34,6 +34,7 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,9 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 HOST_FIELDS = {"ssh", "underlay", "data_interface", "python", "identity", "ssh_options", "cpus"}
 # the Debian packages a host needs to run the package's host commands (dnslab.hostcmd)
 HOST_PYTHON_PACKAGES = ["python3-yaml", "python3-dnspython", "python3-psutil"]
+# ssh's ConnectTimeout: a host whose SYNs are dropped is said in seconds, not after the
+# kernel's two minutes of retries (an inventory's own ssh_options may set another)
+CONNECT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,8 @@ class Host:
             argv += ["-i", str(Path(spec.identity).expanduser())]
         for option in spec.ssh_options:
             argv += ["-o", option]
+        # after the inventory's options: ssh takes the first value given
+        argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
         return [*argv, spec.ssh]
 
     def argv(self, argv: list[str], tty: bool = False) -> list[str]:
@@ -396,6 +402,33 @@ class Hosts:
         """End every host's ssh connection (those opened by another process too)."""
         for host in self.all():
             host.close()
+
+
+def reach(hosts: Iterable[Host]) -> None:
+    """Ask every host of another machine at once whether it answers over ssh (`true`); a
+    host that does not, within ssh's connect timeout, is one LabError line naming it (every
+    one that does not, when several), before anything is done on any of them."""
+    remote = [h for h in hosts if not h.local]
+    if not remote:
+        return
+
+    def silent(host: Host) -> str | None:
+        try:
+            host.run(["true"], timeout=2 * CONNECT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"host {host.name!r} ({host.spec.ssh}) did not answer within " \
+                   f"{2 * CONNECT_TIMEOUT_S} s"
+        except LabError as exc:
+            return exc.message
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(remote)) as pool:
+        failed = [said for said in pool.map(silent, remote) if said]
+    if failed:
+        first = next(h for h in remote if f"host {h.name!r}" in failed[0])
+        raise LabError("; ".join(failed),
+                       hint=f"check that `ssh {first.spec.ssh} true` works from here without "
+                            f"a password (BatchMode), as root, within {CONNECT_TIMEOUT_S} s")
 
 
 def inventory_from_env(value: str | None = None) -> Inventory | None:

@@ -21,14 +21,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnslab import multihost, probe, render, servers, topology, wan
+from dnslab import multihost, paths, probe, render, servers, topology, wan
 from dnslab.errors import LabError
 from dnslab.hosts import Host, Inventory
 from dnslab.node import LabNode
 from dnslab.processes import pid_alive
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime import get_runtime, runtime_for_state
-from dnslab.runtime.base import LabState, NodeState, Runtime, labs_with_state
+from dnslab.runtime.base import LabState, NodeState, Runtime, hosts_of, labs_with_state
 from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
@@ -462,9 +462,28 @@ def _destroy(lab: str, runtime: Runtime) -> list[str]:
     removed += runtime.destroy(lab)
     state = LabState.load(lab)
     if state is not None:
+        # asked while the state still names every host the lab used; what is left keeps the
+        # state, so `lab down` says so and the next one tries there again
+        if runtime.leftovers(lab) or lab_processes(lab):
+            return removed
         state.hosts_handle().close()  # the ssh connections of a lab across hosts
         state.file.unlink()
     return removed
+
+
+def lab_processes(lab: str | None = None) -> list[str]:
+    """The processes of a lab (every lab, for None) still running on any of its hosts,
+    found by the lab folder their command line names (a daemon's configuration): a daemon
+    outlives its namespace's removal until it ends."""
+    found = []
+    for host in hosts_of(lab):
+        where = "" if host.local else f" on host {host.name}"
+        try:
+            listed = host.call("lab-processes", labs_folder=str(paths.LABS_STATE), lab=lab)
+        except LabError:
+            continue  # an unreachable host is said by the runtime's leftovers
+        found += [f"process {pid} of lab {name}{where}" for pid, name in listed]
+    return found
 
 
 def down(lab: str | None = None) -> list[str]:
@@ -484,7 +503,8 @@ def down(lab: str | None = None) -> list[str]:
 def _labs_from_leftovers() -> set[str]:
     from dnslab.runtime import all_runtimes
 
-    found: set[str] = set()
+    found: set[str] = {item.split(" of lab ", 1)[1].split(" ", 1)[0]
+                       for item in lab_processes(None)}
     known = set(topology.known_labs()) | set(labs_with_state())
     for runtime in all_runtimes():
         for item in runtime.leftovers(None):
@@ -523,10 +543,12 @@ def clear_stale(lab: str, quiet: bool = False) -> list[str]:
 
 
 def leftovers(lab: str | None = None) -> list[str]:
+    """What of a lab (every lab, for None) is still there, on every host it used: its
+    namespaces, containers, links, and processes."""
     from dnslab.runtime import all_runtimes
 
     items = [item for runtime in all_runtimes() for item in runtime.leftovers(lab)]
-    return items
+    return items + lab_processes(lab)
 
 
 def status(lab: str | None = None) -> list[dict]:

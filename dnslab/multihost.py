@@ -26,7 +26,14 @@ from typing import Any
 
 from dnslab import cpus, paths
 from dnslab.errors import LabError
-from dnslab.hosts import HOST_PYTHON_PACKAGES, VXLAN_OVERHEAD, Host, Inventory, placement
+from dnslab.hosts import (
+    HOST_PYTHON_PACKAGES,
+    VXLAN_OVERHEAD,
+    Host,
+    Inventory,
+    placement,
+    reach,
+)
 from dnslab.render import LabData, RenderedLab
 from dnslab.runtime.base import LabState
 from dnslab.servers import driver
@@ -298,6 +305,7 @@ def prepare(rendered: RenderedLab, state: LabState, inventory: Inventory,
     state.save()  # teardown after a failure below reaches every host from the saved state
     remote = [state.hosts_handle().get(h) for h in state.host_names()]
     remote = [h for h in remote if not h.local]
+    reach(remote)  # every host at once: one that does not answer is said within seconds
     for host in remote:  # the host commands themselves, before they are asked anything
         host.push_package()
         state.hosts_touched.append(host.name)

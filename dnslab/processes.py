@@ -12,6 +12,7 @@ import signal
 from dnslab.wait import WaitTimeout, wait_until
 
 STOP_GRACE_S = 2.0
+REAP_WAIT_S = 10.0
 
 
 def pid_alive(pid: int) -> bool:
@@ -30,8 +31,23 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM the processes, wait up to `grace` seconds, SIGKILL what is left."""
+def _start_time(pid: int) -> str | None:
+    """When the process started (clock ticks since boot), telling it from a later process
+    that reuses its pid; None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def terminate(pids: list[int], grace: float = STOP_GRACE_S,
+              reaped_within: float = REAP_WAIT_S) -> list[int]:
+    """SIGTERM the processes, wait up to `grace` seconds, SIGKILL what is left; then wait up
+    to `reaped_within` seconds until each has left the process table, a zombie too (a
+    daemon whose starter has exited is reaped by init, at init's pace). Returns the pids
+    still there."""
+    started = {pid: _start_time(pid) for pid in pids}
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
@@ -45,18 +61,55 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S) -> None:
 
     try:
         wait_until(all_gone, grace, "the node's processes to end", interval=0.02)
-        return
     except WaitTimeout:
-        pass
-    for pid in alive:
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+            wait_until(all_gone, grace, "the node's processes to die", interval=0.02)
+        except WaitTimeout:
             pass
+    listed = [p for p in pids if started[p] is not None]
+
+    def reaped() -> bool:
+        for pid in listed:
+            pid_alive(pid)  # reaps a zombie child of this process
+        listed[:] = [p for p in listed if _start_time(p) == started[p]]
+        return not listed
+
     try:
-        wait_until(all_gone, grace, "the node's processes to die", interval=0.02)
+        wait_until(reaped, reaped_within, "the node's processes to be reaped", interval=0.05)
     except WaitTimeout:
         pass
+    return listed
+
+
+def lab_processes(labs_folder: str, lab: str | None = None) -> list[tuple[int, str]]:
+    """(pid, lab) of every process whose command line names a file of a lab's folder
+    (`<labs_folder>/<lab>/...`: a node's daemon, by its configuration's path), of one lab or
+    of every lab: a daemon still running once its namespace is gone is found so."""
+    from pathlib import Path
+
+    prefix = (labs_folder.rstrip("/") + "/").encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        for arg in cmdline.split(b"\0"):
+            at = arg.find(prefix)
+            if at < 0:
+                continue
+            name = arg[at + len(prefix):].split(b"/", 1)[0].decode(errors="replace")
+            if name and (lab is None or name == lab):
+                found.append((int(entry.name), name))
+                break
+    return found
 
 
 def signal_cmdline(argv: list[str], sig: int = signal.SIGTERM) -> list[int]:

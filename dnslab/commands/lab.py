@@ -14,6 +14,7 @@ from rich.table import Table
 from dnslab import lab as lab_engine
 from dnslab.errors import LabError
 from dnslab.hosts import inventory_from_env
+from dnslab.runtime.base import hosts_of
 
 app = typer.Typer(help="Bring labs up and down, look at them, run commands in their nodes.",
                   no_args_is_help=True)
@@ -60,13 +61,27 @@ def up(lab: str = typer.Option(DEFAULT_LAB, "--lab", "-l", envvar="LAB", help="t
 @app.command()
 def down(lab: str = typer.Option("", "--lab", "-l", envvar="LAB",
                                  help="topology name (default: every lab)")) -> None:
-    """Tear a lab down completely (every lab when none is named); safe to repeat."""
+    """Tear a lab down completely (every lab when none is named); safe to repeat. Across
+    hosts it returns once every host's daemons and namespaces are gone, and says so per
+    host."""
+    hosts = [h.name for h in hosts_of(lab or None) if not h.local]  # while the state says
     removed = lab_engine.down(lab or None)
     left = lab_engine.leftovers(lab or None)
-    console.print(f"removed {len(removed)} item(s)" + (f"; LEFT: {left}" if left else
-                                                        "; nothing of the lab is left"))
+    for where in ["", *hosts] if hosts else [None]:
+        mine_removed = [i for i in removed if where is None or item_host(i) == where]
+        mine_left = [i for i in left if where is None or item_host(i) == where]
+        said = "" if where is None else f"host {where or 'here (the controller)'}: "
+        console.print(f"{said}removed {len(mine_removed)} item(s)" + (
+            f"; LEFT: {mine_left}" if mine_left else "; nothing of the lab is left"))
     if left:
         raise typer.Exit(1)
+
+
+def item_host(item: str) -> str:
+    """The host an item of `lab down` or `leftovers` is on ("" for this machine)."""
+    if item.startswith("unreachable host "):
+        return item.removeprefix("unreachable host ").split(":", 1)[0]
+    return item.rsplit(" on host ", 1)[1] if " on host " in item else ""
 
 
 @app.command()

@@ -120,6 +120,22 @@ def labs_with_state() -> list[str]:
     return sorted(p.parent.name for p in paths.LABS_STATE.glob("*/state.json"))
 
 
+def hosts_of(lab: str | None) -> list[Host]:
+    """This machine, and the other hosts a lab's state names as holding something of it
+    (every state's, for None)."""
+    from dnslab.hosts import LOCAL_HOST
+
+    seen: dict[str, Host] = {LOCAL_HOST.name: LOCAL_HOST}
+    for name in [lab] if lab else labs_with_state():
+        state = LabState.load(name)
+        if state is None or not state.split:
+            continue
+        for host in state.hosts_handle().all():
+            if host.local or host.name in state.hosts_touched:
+                seen.setdefault(LOCAL_HOST.name if host.local else host.name, host)
+    return list(seen.values())
+
+
 class Runtime(ABC):
     """One way of running a lab: containerlab or network namespaces."""
 

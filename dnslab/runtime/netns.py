@@ -27,11 +27,11 @@ from pathlib import Path
 
 from dnslab import cpus
 from dnslab.errors import LabError
-from dnslab.hosts import LOCAL_HOST, Host
+from dnslab.hosts import Host
 from dnslab.nsenter import netns_path
 from dnslab.processes import pid_alive, terminate  # noqa: F401 (used by lab.py, tests)
 from dnslab.render import RenderedLab, node_sysctls
-from dnslab.runtime.base import LabState, Runtime, host_sysctl_file
+from dnslab.runtime.base import LabState, Runtime, host_sysctl_file, hosts_of
 from dnslab.runtime.rootfs import chroot_argv, ensure_rootfs
 from dnslab.servers import driver
 from dnslab.topology import Topology
@@ -154,7 +154,7 @@ class NetnsRuntime(Runtime):
     def leftovers(self, lab: str | None) -> list[str]:
         prefix = PREFIX + (f"{lab}-" if lab else "")
         found = []
-        for host in _hosts_for(lab):
+        for host in hosts_of(lab):
             where = "" if host.local else f" on host {host.name}"
             try:
                 found += [f"netns {ns}{where}" for ns in host.call("netns-list", prefix=prefix)]
@@ -165,7 +165,7 @@ class NetnsRuntime(Runtime):
     def running(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
         found = []
-        for host in _hosts_for(lab):
+        for host in hosts_of(lab):
             try:
                 names = host.call("netns-list", prefix=prefix)
             except LabError:
@@ -271,7 +271,7 @@ class NetnsRuntime(Runtime):
     def destroy(self, lab: str) -> list[str]:
         prefix = f"{PREFIX}{lab}-"
         removed = []
-        for host in _hosts_for(lab):
+        for host in hosts_of(lab):
             try:
                 namespaces = host.call("netns-list", prefix=prefix)
             except LabError as exc:
@@ -283,6 +283,7 @@ class NetnsRuntime(Runtime):
                 continue
             pids = [pid for found in host.call("netns-pids", names=namespaces).values()
                     for pid in found]
+            # returns once they have left the process table (or said which would not)
             host.call("terminate", pids=pids)
             where = "" if host.local else f" on host {host.name}"
             for ns in namespaces:
@@ -318,18 +319,3 @@ def _add_vxlan(host: Host, host_name: str, state: LabState, bridge_ns: str,
                       "00:00:00:00:00:00", "dev", device, "dst", address])
     host.ip("-n", bridge_ns, "link", "set", device, "master", bridge)
     host.ip("-n", bridge_ns, "link", "set", device, "up")
-
-
-def _hosts_for(lab: str | None) -> list[Host]:
-    """This machine, and the other hosts a lab's state names (every state's, for None)."""
-    from dnslab.runtime.base import labs_with_state
-
-    seen: dict[str, Host] = {LOCAL_HOST.name: LOCAL_HOST}
-    for name in [lab] if lab else labs_with_state():
-        state = LabState.load(name)
-        if state is None or not state.split:
-            continue
-        for host in state.hosts_handle().all():
-            if host.local or host.name in state.hosts_touched:
-                seen.setdefault(LOCAL_HOST.name if host.local else host.name, host)
-    return list(seen.values())

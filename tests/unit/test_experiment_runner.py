@@ -48,7 +48,7 @@ def test_scale_then_command_line():
 
 @pytest.mark.parametrize("overrides, message", [
     ({"ZONEZ": "1"}, "no parameter 'ZONEZ'"),
-    ({"ZONES": "many"}, "not a valid int"),
+    ({"ZONES": "many"}, "ZONES=many: must be an integer from 1 to 1000000"),
 ])
 def test_bad_overrides_get_one_clear_error(overrides, message):
     spec = experiment_spec.load_spec("xfr-30k-zones")
