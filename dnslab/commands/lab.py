@@ -70,7 +70,7 @@ def down(lab: str = typer.Option("", "--lab", "-l", envvar="LAB",
     for where in ["", *hosts] if hosts else [None]:
         mine_removed = [i for i in removed if where is None or item_host(i) == where]
         mine_left = [i for i in left if where is None or item_host(i) == where]
-        said = "" if where is None else f"host {where or 'here (the controller)'}: "
+        said = "" if where is None else (f"host {where}: " if where else "this machine: ")
         console.print(f"{said}removed {len(mine_removed)} item(s)" + (
             f"; LEFT: {mine_left}" if mine_left else "; nothing of the lab is left"))
     if left:
