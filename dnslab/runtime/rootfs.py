@@ -254,8 +254,8 @@ def chroot_argv(root: Path, binds: list[str], argv: list[str]) -> list[str]:
     lines = ["set -e", f"R={shlex.quote(str(root))}",
              'mount --bind /dev "$R/dev"', 'mount -t proc proc "$R/proc"',
              'mount --rbind /sys "$R/sys"']
-    for folder in binds:
+    for folder in binds:  # a missing one made, as Docker makes a bind's source (results/)
         quoted = shlex.quote(folder)
-        lines += [f'mkdir -p "$R"{quoted}', f'mount --bind {quoted} "$R"{quoted}']
+        lines += [f'mkdir -p {quoted} "$R"{quoted}', f'mount --bind {quoted} "$R"{quoted}']
     lines.append(f'exec chroot "$R" {shlex.join(argv)}')
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines)]

@@ -198,7 +198,8 @@ def test_the_chroot_gets_the_containers_binds(mobile, mobile_state):
     argv = rootfs.chroot_argv(root, binds, ["sh", str(mobile.node_dir("sec-bind916") / "run.sh")])
     assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
     script = argv[-1]
-    for folder in binds:
+    for folder in binds:  # made when missing (results/ on a fresh clone), as Docker does
+        assert f'mkdir -p {folder} "$R"{folder}' in script
         assert f'mount --bind {folder} "$R"{folder}' in script
     for system in ("/dev", "/proc", "/sys"):
         assert f'"$R{system}"' in script
