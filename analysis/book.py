@@ -167,7 +167,10 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
                           + (" (dirty)" if git.get("dirty") else ""),
                 "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
                             + "".join(f"; {node} ran image {image}" for node, image
-                                      in sorted((meta.get("images") or {}).items())),
+                                      in sorted((meta.get("images") or {}).items()))
+                            + "".join(f"; load generator {tool} {ran.get('version')} "
+                                      f"({ran.get('runs_from')})" for tool, ran
+                                      in sorted((meta.get("generators") or {}).items())),
                 "scale": str(meta.get("scale", "full")),
             })
     return rows

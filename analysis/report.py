@@ -140,8 +140,16 @@ def _environment(run: Run) -> list[tuple[str, str]]:
         items.append(("other load on the machine", busy))
     # what the procedure said while it ran (e.g. a load that did not saturate the server)
     items.extend(("warning", str(w)) for w in meta.get("warnings") or [])
+    generators = meta.get("generators") or {}
+    for tool, ran in sorted(generators.items()):
+        items.append((f"load generator: {tool}", f"{ran.get('version')} (node "
+                      f"{ran.get('node')}, {ran.get('runs_from')})"))
+    ran_elsewhere = {tool for tool, ran in generators.items()
+                     if ran.get("runs_from") != "host package"}
     for name, version in sorted((meta.get("versions") or {}).items()):
-        items.append((f"version: {name}", str(version)))
+        items.append((f"version: {name}", str(version) + (
+            " (the host's package, not the one that ran: see load generator)"
+            if name in ran_elsewhere else "")))
     return items
 
 

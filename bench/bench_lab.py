@@ -18,9 +18,10 @@ import yaml
 
 from dnslab import lab, paths, topology
 from dnslab.runtime import clab_unusable_reason
+from dnslab.servers.manifest import manifest
 
-SERVERS = {"bind": "dnslab/bind9:9.18.49-1-deb12u3", "knot": "dnslab/knot:3.2.6-1",
-           "nsd": "dnslab/nsd:4.6.1-1"}
+# each kind's image, as images/tags.sh names it
+IMAGES = {kind: manifest(kind).image.reference for kind in ("bind", "knot", "nsd", "tools")}
 
 
 def generated_topology(nodes: int) -> Path:
@@ -36,7 +37,7 @@ def generated_topology(nodes: int) -> Path:
         else:
             server = kinds[(i - 1) % 3]
             node, role = f"sec{i:02d}-{server}", "secondary"
-        image = SERVERS.get(server, "dnslab/tools:2.10.0-2")
+        image = IMAGES[server]
         spec["nodes"][node] = {"image": image,
                                "labels": {"dnslab.role": role, "dnslab.server": server}}
         spec["links"].append({"endpoints": [f"{node}:eth1", f"br-{name}:b{i:02d}"]})

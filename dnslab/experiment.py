@@ -445,6 +445,8 @@ class Run:
             if cell.lab is not None:
                 _collect_logs(cell)
                 _collect_wan_counters(cell)
+                if cell.lab.generators:  # the load generators as they ran (their versions)
+                    self.writer.merge("generators", cell.lab.generators)
                 # KEEP=1 keeps a completed cell's lab; the next cell (if any) replaces it
                 if not (self.keep and cell.status == "complete"):
                     lab_engine.down(cell.lab.name)

@@ -72,13 +72,7 @@ def facts(packages: list[str], peers: list[str] | None = None) -> dict[str, Any]
     route to each underlay peer, and the host's clock (for the offset between hosts)."""
     import dns.version
 
-    versions: dict[str, str | None] = {p: None for p in packages}
-    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status} ${Version}\\n",
-                           *packages], capture_output=True, text=True)
-    for line in proc.stdout.splitlines():
-        name, *rest = line.split()
-        if "installed" in rest and len(rest) >= 4:
-            versions[name] = rest[-1]
+    versions = package_versions(packages)
     routes = {}
     for peer in peers or []:
         route = subprocess.run(["ip", "-j", "route", "get", peer], capture_output=True,
@@ -94,6 +88,19 @@ def facts(packages: list[str], peers: list[str] | None = None) -> dict[str, Any]
             "cpus": sorted(os.sched_getaffinity(0)), "python": platform.python_version(),
             "dnspython": dns.version.version, "versions": versions, "routes": routes,
             "hostname": platform.node(), "time": time.time()}
+
+
+@verb
+def package_versions(packages: list[str]) -> dict[str, str | None]:
+    """The installed Debian version of each package (None: not installed)."""
+    versions: dict[str, str | None] = {p: None for p in packages}
+    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status} ${Version}\\n",
+                           *packages], capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        name, *rest = line.split()
+        if "installed" in rest and len(rest) >= 4:
+            versions[name.split(":")[0]] = rest[-1]
+    return versions
 
 
 def _driver(dev: str) -> str | None:

@@ -99,6 +99,8 @@ class Lab:
         self.wan: dict[str, dict] = {}
         # node -> seconds from its start to its first health answer (lab.up)
         self.healthy_s: dict[str, float] = {}
+        # tool -> the version it printed, the node it ran in and what that ran from
+        self.generators: dict[str, dict[str, str]] = {}
 
     @property
     def name(self) -> str:
@@ -149,6 +151,24 @@ class Lab:
 
     def address(self, node: str) -> str:
         return self.state.nodes[node].address
+
+    def runs_from(self, node: str) -> str:
+        """What a node's software comes from: its image (clab), a root file system of its
+        suite (netns, rootfs.py) or the host's packages."""
+        info = self.state.nodes[node]
+        if self.runtime.name == "clab":
+            return f"image {info.image}"
+        if info.rootfs:
+            from dnslab.runtime.rootfs import describe
+
+            return describe(Path(info.rootfs))
+        return "host package"
+
+    def note_generator(self, tool: str, node: str, version: str | None) -> None:
+        """Keep what a load generator said it is, where it ran (a run records it in meta.json
+        `generators`): the version read from where it actually ran, not the host's package."""
+        self.generators[tool] = {"version": version or "unknown", "node": node,
+                                 "runs_from": self.runs_from(node)}
 
     def exec_argv(self, node: str, argv: list[str]) -> list[str]:
         if node not in self.state.nodes:

@@ -18,6 +18,9 @@ no other module opens a meta.json or cell.json (tests/unit/test_results_access.p
                     from its running daemon}}}, and, for load experiments, placement
                     {generator_cpus, server_cpus, shared, host_cpus}; optional: warnings
                     [what the procedure told the user while it ran, shown in the report];
+                    generators {tool: {version (what the tool printed where it ran: the
+                    host's package version in `versions` may be another), node, runs_from
+                    (image <ref> | <suite> root file system (<source>) | host package)}};
                     across machines: hosts {inventory, facts, vxlan, data_path {kind: vxlan|
                     macvlan, description, mtu}}, placement's
                     generator_host/server_host and each cell's hosts {node: host}

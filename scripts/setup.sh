@@ -2,7 +2,7 @@
 # Install what the lab needs on Debian/Ubuntu without starting any host DNS service:
 # the DNS servers and load tools for the netns runtime (apt), and the project's virtualenv.
 #   scripts/setup.sh            apt packages (when missing) + .venv
-#   scripts/setup.sh --test     also what the test suite needs: Docker, debootstrap, Chromium
+#   scripts/setup.sh --test     also what the test suite needs: Docker, Chromium, sshd
 #   scripts/setup.sh --venv     only the virtualenv
 #   scripts/setup.sh --docker   only what `make images` needs: Docker and debootstrap (no venv)
 set -euo pipefail
@@ -29,7 +29,10 @@ APT_PACKAGES=("${SERVER_PACKAGES[@]}"
               # the nodes' TLS certificates (DoT, DoH listeners: dnslab/certificates.py)
               openssl
               # WAN emulation where the kernel has no netem: python NetfilterQueue builds on these
-              libnetfilter-queue-dev gcc util-linux)
+              libnetfilter-queue-dev gcc util-linux
+              # a node whose host package is too old (Debian 12's dnsperf) runs from a root
+              # file system of a newer suite, made with it (dnslab/runtime/rootfs.py)
+              debootstrap)
 
 # images need a Docker engine and debootstrap (for a local base); the report test a browser;
 # the across-hosts tests emulate lab hosts, each running sshd and the lab's host commands

@@ -36,10 +36,14 @@ class NodeState:
     sysctls_refused: dict[str, str] = field(default_factory=dict)
     cpu_set: str = ""  # the CPUs the node runs on ("" = any), containerlab's cpu-set
     image: str = ""  # the node's image reference (what the clab runtime runs)
-    # labelled dnslab.image: a server version only its image has, so the netns runtime runs
-    # it chrooted into the image's file system with `mounts` bound in
+    # labelled dnslab.image: a server version only its image has
     from_image: bool = False
     mounts: list[str] = field(default_factory=list)  # host folders seen at their own path
+    # netns: the root file system the node's daemon and commands run chrooted in, with
+    # `mounts` bound in ("": the host's), the kind it is made for and why (rootfs.py)
+    rootfs: str = ""
+    rootfs_kind: str = ""
+    rootfs_why: str = ""
     # the inventory host it runs on ("": this machine, a lab on one host)
     host: str = ""
 

@@ -4,7 +4,9 @@ Each lab node is a named namespace `dnslab-<lab>-<node>` whose `eth1` is a veth 
 lab bridge, which lives in a namespace of its own (`dnslab-<lab>-<bridge>`), so nothing is
 added to the host's network. A node's daemon runs from the host's Debian packages with the
 rendered configuration, under `ip netns exec`, as a process this runtime starts, logs and
-stops; a node labelled `dnslab.image` runs from its image's file system instead (rootfs.py).
+stops. A node labelled `dnslab.image`, or of a kind whose host package is older than its
+manifest's `minimum_versions` (the client's dnsperf on Debian 12), runs its daemon and every
+command executed in it from a root file system of its suite instead (rootfs.py).
 A node with a `cpu-set` runs its daemon, and every command executed in it, under `taskset`.
 Namespaces have no route anywhere but the lab LAN, so no packet can leave the host.
 
@@ -32,9 +34,17 @@ from dnslab.nsenter import netns_path
 from dnslab.processes import pid_alive, terminate  # noqa: F401 (used by lab.py, tests)
 from dnslab.render import RenderedLab, node_sysctls
 from dnslab.runtime.base import LabState, Runtime, host_sysctl_file, hosts_of
-from dnslab.runtime.rootfs import chroot_argv, ensure_rootfs
+from dnslab.runtime.rootfs import (
+    STAMP,
+    SuiteRoot,
+    chroot_argv,
+    ensure_root,
+    shortfall,
+    suite_root,
+)
 from dnslab.servers import driver
-from dnslab.topology import Topology
+from dnslab.servers.manifest import manifest
+from dnslab.topology import Node, Topology
 
 PREFIX = "dnslab-"
 # Settings every node gets: the lab is IPv4 only, so no IPv6 autoconfiguration chatter.
@@ -56,6 +66,31 @@ def namespace(lab: str, node: str) -> str:
 def missing_packages(servers: set[str]) -> list[str]:
     """The Debian packages the server kinds' drivers need and the host lacks."""
     return sorted({pkg for kind in servers for pkg in driver(kind).missing_packages()})
+
+
+# (host, packages) -> their installed versions, asked once per process
+_INSTALLED: dict[tuple[str, tuple[str, ...]], dict[str, str | None]] = {}
+
+
+def installed_versions(host: Host, packages: list[str]) -> dict[str, str | None]:
+    """The Debian version of each package on `host` (None: not installed)."""
+    key = (host.name, tuple(packages))
+    if key not in _INSTALLED:
+        _INSTALLED[key] = host.call("package-versions", packages=list(packages))
+    return _INSTALLED[key]
+
+
+def node_root(node: Node, host: Host = LOCAL_HOST) -> tuple[SuiteRoot, str] | None:
+    """The root file system a node runs from on `host` and why (rootfs.py); None when the
+    host's packages serve it: a node labelled `dnslab.image` runs from its image kind's, a
+    node whose kind's `minimum_versions` the host's packages do not meet from its kind's."""
+    if node.label("image"):
+        return suite_root(node.image_kind, node.image), f"image kind {node.image_kind}"
+    wanted = manifest(node.server).minimum_versions
+    if not wanted:
+        return None
+    short = shortfall(node.server, installed_versions(host, sorted(wanted)))
+    return (suite_root(node.server), "on this host " + "; ".join(short)) if short else None
 
 
 APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
@@ -126,7 +161,9 @@ class NetnsRuntime(Runtime):
         if shutil.which("ip") is None:
             raise LabError("the 'ip' command is missing",
                            hint="sudo apt-get install -y iproute2")
-        missing = missing_packages(rendered.topology.servers)
+        # a node that runs from a root file system needs none of its kind's host packages
+        missing = missing_packages({n.server for n in rendered.topology.nodes.values()
+                                    if node_root(n) is None})
         if missing:
             raise LabError("missing packages for this lab: " + " ".join(missing),
                            hint="sudo apt-get install -y --no-install-recommends "
@@ -142,14 +179,30 @@ class NetnsRuntime(Runtime):
                 + " (package apparmor-utils; undo with aa-enforce), or use RUNTIME=clab",
             )
 
-    def prepare_nodes(self, topology: Topology, nodes: Iterable[str],
-                      state: LabState | None = None) -> None:
+    def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
+        """Make the root file system of each of `nodes` that runs from one on this machine
+        (built once, rootfs.py), before a run's first cell."""
         for name in nodes:
-            node = topology.node(name)
-            if node.label("image"):
-                root = ensure_rootfs(node.image, name)
-                if state is not None and name in state.nodes:
-                    state.host(name).push([root])
+            found = node_root(topology.node(name))
+            if found is not None:
+                ensure_root(found[0], name, found[1])
+
+    def note_roots(self, topology: Topology, state: LabState) -> None:
+        """Note in the state the root file system each node runs from on its host (made or
+        not yet: a held node's is made when it starts), so every command in it runs there."""
+        for name, info in state.nodes.items():
+            found = node_root(topology.node(name), state.host(name))
+            if found is not None:
+                info.rootfs, info.rootfs_kind, info.rootfs_why = (
+                    str(found[0].path), found[0].kind, found[1])
+
+    def make_root(self, state: LabState, node: str) -> Path:
+        """The node's root file system, made if missing and put on the node's host."""
+        info = state.nodes[node]
+        root = suite_root(info.rootfs_kind, info.image if info.from_image else None)
+        path = ensure_root(root, node, info.rootfs_why)
+        _put_root(state.host(node), path)
+        return path
 
     def leftovers(self, lab: str | None) -> list[str]:
         prefix = PREFIX + (f"{lab}-" if lab else "")
@@ -179,7 +232,10 @@ class NetnsRuntime(Runtime):
     def create(self, rendered: RenderedLab, state: LabState, hold: set[str],
                later: set[str] = frozenset()) -> None:
         topo = rendered.topology
-        self.prepare_nodes(topo, [n for n in topo.nodes if n not in hold], state)
+        self.note_roots(topo, state)
+        for name, info in state.nodes.items():
+            if info.rootfs and name not in hold:
+                self.make_root(state, name)
         if state.data_path.get("kind") == "macvlan":
             self._create_macvlan_lan(rendered, state)
         else:
@@ -238,9 +294,8 @@ class NetnsRuntime(Runtime):
         node_dir = Path(state.root) / "nodes" / node
         ns = Path(info.netns).name
         command = ["sh", str(node_dir / "run.sh")]
-        if info.from_image:
-            command = chroot_argv(ensure_rootfs(info.image, node), info.mounts,
-                                  node_dir / "run.sh")
+        if info.rootfs:  # made now if the node was held at lab up
+            command = chroot_argv(self.make_root(state, node), info.mounts, command)
         # the affinity taskset sets is inherited by the daemon and everything it starts
         info.pid = state.host(node).call(
             "spawn", argv=cpus.taskset_argv(info.cpu_set, ["ip", "netns", "exec", ns, *command]),
@@ -262,6 +317,8 @@ class NetnsRuntime(Runtime):
 
     def node_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         info = state.nodes[node]
+        if info.rootfs:  # the node's software is its root file system's
+            argv = chroot_argv(Path(info.rootfs), info.mounts, argv)
         return cpus.taskset_argv(info.cpu_set,
                                  ["ip", "netns", "exec", Path(info.netns).name, *argv])
 
@@ -294,6 +351,15 @@ class NetnsRuntime(Runtime):
                                  saved_file=str(host_sysctl_file(lab)))
             removed += [f"host sysctl {k} restored to {v}{where}" for k, v in restored.items()]
         return removed
+
+
+def _put_root(host: Host, root: Path) -> None:
+    """A root file system on a node's other host (same path), unless it has that one."""
+    if host.local:
+        return
+    stamp = (root / STAMP).read_bytes()
+    if host.read_bytes(root / STAMP) != stamp:
+        host.push([root])
 
 
 def _address_node(host: Host, ns: str, cidr: str) -> None:

@@ -2,10 +2,12 @@
 
 A manifest holds everything about a kind that is not behaviour: its roles, the Debian
 packages the host needs (and the systemd unit to keep from starting), its daemon binary and
-the other commands and files it needs, its configuration files, whether it transfers over
-TLS, which encrypted transports it serves (DoT, DoH), its health query and version command,
-and its image (name, main package, pinned version, Debian suite, the packages it pins and
-adds, its command). Its driver
+the other commands and files it needs, the oldest version of a host package it can use
+(`minimum_versions`), its configuration files, whether it transfers over TLS, which
+encrypted transports it serves (DoT, DoH), its health query and version command, and its
+image (name, main package, pinned version, Debian suite, the packages it pins and adds, its
+command), whose packages a root file system of that suite holds on the netns runtime
+(`root_packages`, dnslab/runtime/rootfs.py). Its driver
 (`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant (`variant_of: bind`,
 e.g. bind916) has a manifest and no driver.
 
@@ -45,8 +47,9 @@ class Image:
     package: str
     version: str
     suite: str = DEFAULT_SUITE
-    # the packages it pins: a name is pinned at `version`, a mapping {package: kind} at that
-    # kind's image version (default: the main package alone)
+    # the packages it pins: a name is pinned at `version`; a mapping {package: X} at X, a
+    # Debian version (it starts with a digit), or at the image version of kind X (a name)
+    # (default: the main package alone)
     packages: tuple[str | dict[str, str], ...] = ()
     # installed unpinned beside iproute2 and tini
     extra_packages: tuple[str, ...] = ()
@@ -84,6 +87,10 @@ class Manifest:
     commands: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     host_packages: tuple[str, ...] = ()
+    # package -> the oldest (Debian) version the lab may run; on the netns runtime a host whose
+    # package is older (or missing) runs the kind's nodes from a root file system of the
+    # image's suite (dnslab/runtime/rootfs.py)
+    minimum_versions: dict[str, str] = field(default_factory=dict)
     systemd_unit: str | None = None
     config_files: tuple[str, ...] = ()
     xot: bool = False
@@ -127,6 +134,9 @@ def _read(path: Path) -> Manifest:
         manifest = Manifest(**fields)
     except TypeError as exc:
         raise ManifestError(f"{path}: {exc}") from None
+    if not all(isinstance(v, str) for v in manifest.minimum_versions.values()):
+        raise ManifestError(f"{path}: minimum_versions are quoted version strings "
+                            "(\"2.13.1\", not 2.13.1)")
     if manifest.kind != path.stem:
         raise ManifestError(f"{path}: kind {manifest.kind!r} differs from the file name")
     unknown = sorted(set(manifest.encrypted_transports) - set(ENCRYPTED_TRANSPORTS))
@@ -179,11 +189,28 @@ def pinned_packages(kind: str) -> list[str]:
     pins = []
     for entry in image.packages or (image.package,):
         if isinstance(entry, dict):
-            pins += [f"{package}={manifest(other).image.version}"
-                     for package, other in entry.items()]
+            pins += [f"{package}={_pinned_version(str(at))}" for package, at in entry.items()]
         else:
             pins.append(f"{entry}={image.version}")
     return pins
+
+
+def _pinned_version(at: str) -> str:
+    """A pin's version: `at` itself when it is a Debian version (those start with a digit,
+    Debian policy 5.6.12), else the image version of kind `at`."""
+    return at if at[:1].isdigit() else manifest(at).image.version
+
+
+# installed in every image beside its own packages (images/common/Dockerfile)
+BASE_PACKAGES = ("iproute2",)
+
+
+def root_packages(kind: str) -> list[str]:
+    """What a root file system for `kind`'s nodes holds beside its suite's minimal system
+    (dnslab/runtime/rootfs.py): the image's pinned packages (`package=version`), iproute2
+    and its extra packages, i.e. its image's packages but tini, the container's init."""
+    image = manifest(kind).image
+    return [*pinned_packages(kind), *BASE_PACKAGES, *image.extra_packages]
 
 
 def build_args(kind: str) -> dict[str, str]:

@@ -3,7 +3,9 @@
 Shared by the F2 (`dnsdist`), F4 (`resolver`) and F5 (`tcp_sysctl`) procedures. Every run
 writes the tool's raw stdout+stderr next to the cell's other files and returns a
 `DnsperfResult` with what dnsperf printed plus the generator's own CPU time (from the
-process's rusage), so a run can tell whether the generator or the server was the limit.
+process's rusage), so a run can tell whether the generator or the server was the limit. The
+version each tool printed, where it ran, goes to the lab's record of its generators
+(`Lab.note_generator`: meta.json `generators`, the report's environment).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ _FIELDS: dict[str, re.Pattern[str]] = {
     "reconnections": re.compile(r"Reconnections:\s+(\d+)"),
 }
 _RCODES = re.compile(r"Response codes:\s+(.*)")
+# what dnsperf and resperf print first: "DNS Performance Testing Tool" / "Version 2.14.0"
+_VERSION = re.compile(r"^Version (\S+)$", re.M)
 _RCODE_ITEM = re.compile(r"([A-Z]+) (\d+)")
 
 
@@ -74,6 +78,12 @@ class DnsperfResult:
         for name in ("NOERROR", "NXDOMAIN", "REFUSED", "SERVFAIL"):
             row[f"rcode_{name}"] = self.rcodes.get(name, 0)
         return row
+
+
+def tool_version(text: str) -> str | None:
+    """The version dnsperf or resperf printed at its start, or None."""
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
 
 
 def _ms(value: float | None) -> float | None:
@@ -200,6 +210,7 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
         argv.append("-v")
     limit = (duration_s or 0) + 4 * timeout_s + 60
     text, cpu, wall, rc = run_tool(lab, node, argv, out, limit, histogram)
+    lab.note_generator("dnsperf", node, tool_version(text))
     if histogram is not None and latency_csv is not None:
         histogram.write(latency_csv)
     result = parse_dnsperf(text)
@@ -259,6 +270,7 @@ def resperf(lab: Lab, node: str, server: str, query_file: Path, cell_dir: Path, 
         argv.append("-R")
     text, cpu, wall, rc = run_tool(lab, node, argv, cell_dir / "resperf.txt",
                                    ramp_s + constant_s + 4 * timeout_s + 60)
+    lab.note_generator("resperf", node, tool_version(text))
     lab.fetch(node, plot)  # resperf wrote it in the node, on the node's host
     rows = parse_resperf_plot(plot.read_text()) if plot.exists() else []
     if not rows:

@@ -1,7 +1,9 @@
 """The README's experiment file of one's own ("Your own question") runs end to end on both
 runtimes, as a user types it: its topology file beside it, `EXP=<path>`, SCALE=ci. Every
 server it names and dnsperf's ceiling answer over UDP and TCP (losing at most 0.1 %), and
-the run's report draws the plots the file names.
+the run's report draws the plots the file names and says which dnsperf ran (one that
+receives answers over 16 KiB: from the tools image on clab, on netns the host's or, on
+Debian 12, the root file system's).
 
 Run under the machine-wide lock: `flock /tmp/dnslab-labs.lock pytest -m integration
 tests/integration/test_own_experiment.py`.
@@ -17,6 +19,8 @@ import pytest
 from analysis import run_analysis
 from analysis.rundata import load_run
 from dnslab import paths
+from dnslab.runtime.rootfs import version_at_least
+from dnslab.servers.manifest import manifest
 from tests.integration.conftest import run_once
 from tests.integration.test_lab_netns import nothing_left
 
@@ -58,5 +62,13 @@ def test_the_readmes_own_experiment_runs_and_draws_its_plots(runtime, results, t
     assert summary["verdicts"] == []
     assert summary["analysis"]["plots"] == ["report/compare_qps.png",
                                             "report/compare_latency.png"], summary["analysis"]
-    assert "of a core on average" in (run.path / "report" / "report.html").read_text()
+    report = (run.path / "report" / "report.html").read_text()
+    assert "of a core on average" in report
+    dnsperf = loaded.meta["generators"]["dnsperf"]
+    assert version_at_least(dnsperf["version"], "2.13.1") and dnsperf["node"] == "client"
+    suite = manifest("tools").image.suite
+    assert dnsperf["runs_from"].startswith("image dnslab/tools:") if runtime == "clab" else \
+        dnsperf["runs_from"] == "host package" or \
+        dnsperf["runs_from"].startswith(f"{suite} root file system (")
+    assert f"{dnsperf['version']} (node client, {dnsperf['runs_from']})" in report
     nothing_left("mine")

@@ -61,10 +61,11 @@ def test_the_script_prints_what_the_manifests_hold():
     assert args["IMAGE_COMMAND"] == "unbound -V" and args["DPKG_PATH_EXCLUDES"] == ""
     assert args["RECORDED_PACKAGES"] == "unbound" and args["SERVER_KIND"] == "unbound"
     tools = dict(line.split("=", 1) for line in script("build-args", "tools"))
-    assert tools["PINNED_PACKAGES"].split() == [
-        f"dnsperf={manifest.manifest('tools').image.version}",
-        f"bind9-dnsutils={manifest.manifest('bind').image.version}",
-        f"knot-dnsutils={manifest.manifest('knot').image.version}"]
+    # the tools image's suite is Debian 13: dig, kdig and their libraries at its versions
+    pins = dict(pin.split("=", 1) for pin in tools["PINNED_PACKAGES"].split())
+    assert pins["dnsperf"] == manifest.manifest("tools").image.version
+    assert pins["bind9-dnsutils"] == pins["bind9-libs"] and "deb13" in pins["bind9-libs"]
+    assert set(pins) == {"dnsperf", "bind9-dnsutils", "bind9-libs", "knot-dnsutils"}
     assert tools["IMAGE_COMMAND"] == "sleep infinity"
     assert script("build-args", "bind916")[2] == "SERVER_KIND=bind"
     dnsdist = dict(line.split("=", 1) for line in script("build-args", "dnsdist"))
@@ -82,6 +83,18 @@ def test_an_unknown_field_is_refused_naming_the_file(tmp_path, monkeypatch):
             manifest.manifests()
     finally:
         manifest.manifests.cache_clear()
+
+
+def test_a_pin_names_a_version_or_the_kind_whose_image_version_it_takes():
+    assert manifest._pinned_version("bind") == manifest.manifest("bind").image.version
+    assert manifest._pinned_version("1:9.20.30-1~deb13u1") == "1:9.20.30-1~deb13u1"
+    assert manifest._pinned_version("3.4.6-2") == "3.4.6-2"
+
+
+def test_a_root_holds_the_images_packages_but_its_init():
+    args = manifest.build_args("tools")
+    wanted = [*args["PINNED_PACKAGES"].split(), "iproute2", *args["EXTRA_PACKAGES"].split()]
+    assert manifest.root_packages("tools") == wanted and "tini" not in wanted
 
 
 def test_the_tag_rule_drops_the_epoch_and_replaces_what_docker_forbids():

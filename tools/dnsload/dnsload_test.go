@@ -121,6 +121,14 @@ func TestBuildAnswer(t *testing.T) {
 	if err := m.Unpack(out); err != nil || len(out) < 22000 || len(out) > 23000 {
 		t.Errorf("padded answer: %d bytes, err %v", len(out), err)
 	}
+	// the largest message DNS allows, with and without the OPT record
+	for _, edns := range []int{4096, 0} {
+		q, _ := packQuery("a.example", dns.TypeA, edns)
+		out, _ = buildAnswer(nil, q, false, maxMessage)
+		if err := m.Unpack(out); err != nil || len(out) > maxMessage || len(out) < maxMessage-268 {
+			t.Errorf("edns %d: largest padded answer: %d bytes, err %v", edns, len(out), err)
+		}
+	}
 	if _, ok := buildAnswer(nil, out, false, 0); ok {
 		t.Error("answered a response")
 	}

@@ -71,8 +71,8 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 		return nil, fmt.Errorf("-l must be in (0, %d] seconds", maxDuration)
 	case c.tcFraction < 0 || c.tcFraction > 1:
 		return nil, errors.New("-tc must be in [0, 1]")
-	case c.tcpSize < 0 || c.tcpSize > 65000:
-		return nil, errors.New("-tcp-size must be in [0, 65000]")
+	case c.tcpSize < 0 || c.tcpSize > maxMessage:
+		return nil, fmt.Errorf("-tcp-size must be in [0, %d]", maxMessage)
 	case c.udpSockets < 1 || c.udpSockets > 64:
 		return nil, errors.New("-c must be in [1, 64]")
 	case c.dotPort < 1 || c.dotPort > 65535 || c.dohPort < 1 || c.dohPort > 65535:
@@ -272,8 +272,12 @@ func serveTCPConn(c net.Conn, cfg *serveConfig, st *serveStats) {
 	serveStream(c, cfg, &st.tcpQueries, &st.dropped)
 }
 
+// maxMessage is the largest DNS message (RFC 1035 4.2.2: TCP's two-byte length prefix).
+const maxMessage = 65535
+
 // buildAnswer appends the canned answer to q onto out. tc: truncated, empty answer.
-// padTo > 0: add TXT records in the additional section until the message is about padTo bytes.
+// padTo > 0: add TXT records (268 bytes each) in the additional section until the message is
+// about padTo bytes (within one record of it), never past maxMessage with the OPT record.
 func buildAnswer(out, q []byte, tc bool, padTo int) ([]byte, bool) {
 	if len(q) < 12 || q[2]&0x80 != 0 || binary.BigEndian.Uint16(q[4:6]) != 1 {
 		return out, false
@@ -321,7 +325,11 @@ func buildAnswer(out, q []byte, tc bool, padTo int) ([]byte, bool) {
 				0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)
 			an++
 		}
-		for padTo > 0 && len(out)-base+268 <= padTo && len(out)-base+268 < 65000 {
+		room := maxMessage
+		if edns {
+			room -= 11
+		}
+		for padTo > 0 && len(out)-base+268 <= min(padTo, room) {
 			out = append(out, 0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 1, 0x2c, 1, 0, 255)
 			for i := 0; i < 255; i++ {
 				out = append(out, 'x')
