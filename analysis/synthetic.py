@@ -97,6 +97,8 @@ def write_run(root: Path, experiment: str, cells: list[CellData], *,
 
 # meta.json fields of a run that its claims read beside its cells, kept in a resampled copy
 RUN_FIELDS = ("placement", "port_range_choice", "profiles", "hosts", "images", "scale")
+# ... and of each cell (the WAN applied and read back, where its nodes ran)
+CELL_FIELDS = ("wan", "wan_counters", "placement", "affinity", "hosts")
 
 
 def _draw(rng: np.random.Generator, count: int) -> list[int]:
@@ -164,28 +166,30 @@ def resample(run_dir: Path, root: Path, rng: np.random.Generator, run_id: str) -
     cells taken together so its pairs stay pairs, in the run's order), the rounds of every
     `trials.csv` (column `trial`: the same rounds drawn for each cell, a round being one
     block of the run), and a cell's own repetition lists (figure `qps_trials`; figure
-    `delays_s` with `repetitions.csv`). Written through RunWriter, with the run-level
-    meta.json fields its claims read (RUN_FIELDS)."""
+    `delays_s` with `repetitions.csv`). Written through RunWriter, with the run-level and
+    cell-level meta.json fields its claims read (RUN_FIELDS, CELL_FIELDS)."""
     from analysis.rundata import load_run  # the analysis reads the run; this writes one
 
     run = load_run(run_dir)
     cells = [_cell_data(run, c) for c in run.cells]
+    sources = [c.id for c in run.cells]  # the cell each new cell's data comes from
     reps = sorted({str(c.params["rep"]) for c in cells if "rep" in c.params})
     if len(reps) > 1:
         drawn = dict(zip(reps, (reps[i] for i in _draw(rng, len(reps))), strict=True))
         by_key = {(json.dumps({k: v for k, v in c.params.items() if k != "rep"},
-                              sort_keys=True), str(c.params["rep"])): c
-                  for c in cells if "rep" in c.params}
-        redrawn = []
-        for cell in cells:
-            if "rep" not in cell.params:
-                redrawn.append(cell)
-                continue
-            rest = json.dumps({k: v for k, v in cell.params.items() if k != "rep"},
-                              sort_keys=True)
-            source = by_key.get((rest, drawn[str(cell.params["rep"])]), cell)
-            redrawn.append(replace(source, params=dict(cell.params)))
-        cells = redrawn
+                              sort_keys=True), str(c.params["rep"])): (c, source)
+                  for c, source in zip(cells, sources, strict=True) if "rep" in c.params}
+        redrawn, redrawn_sources = [], []
+        for cell, source in zip(cells, sources, strict=True):
+            if "rep" in cell.params:
+                rest = json.dumps({k: v for k, v in cell.params.items() if k != "rep"},
+                                  sort_keys=True)
+                data, source = by_key.get((rest, drawn[str(cell.params["rep"])]),
+                                          (cell, source))
+                cell = replace(data, params=dict(cell.params))
+            redrawn.append(cell)
+            redrawn_sources.append(source)
+        cells, sources = redrawn, redrawn_sources
     rounds = sorted({row.split(",")[0] for c in cells
                      if (text := c.files.get("trials.csv")) and text.startswith("trial,")
                      for row in text.splitlines()[1:]}, key=lambda r: (len(r), r))
@@ -208,7 +212,14 @@ def resample(run_dir: Path, root: Path, rng: np.random.Generator, run_id: str) -
                     cell.files["repetitions.csv"], "rep",
                     {str(k): str(i) for k, i in enumerate(picks)})
     meta = {k: run.meta[k] for k in RUN_FIELDS if k in run.meta}
-    return write_run(root, run.experiment, cells, params=run.params,
+    copy = write_run(root, run.experiment, cells, params=run.params,
                      topology=run.meta.get("topology"), run_id=run_id,
                      cpus=int((run.meta.get("machine") or {}).get("cpus") or 2), meta=meta,
                      complete=run.complete)
+    writer = RunWriter(dir=copy, meta=results.read_meta(copy), _cell_dirs={})
+    for cell, source in zip(cells, sources, strict=True):  # what the lab applied per cell
+        entry = (run.meta.get("cells") or {}).get(source) or {}
+        for key in CELL_FIELDS:
+            if key in entry:
+                writer.record_cell(cell.cell_id, key, entry[key])
+    return copy
