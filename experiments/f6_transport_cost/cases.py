@@ -53,11 +53,11 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.tcp-cost", PRESENT, cost({"nsd": {"tcp": 0.9}}, ceilings={"udp": 160000.0})),
     ("F6.tcp-cost", UNMET_MACHINE, cost(ceilings=UDP_LIMITED)),  # the generator's cores
     ("F6.tcp-cost", UNMET_SETTING, cost(trials=2)),
-    ("F6.tcp-cost", UNMET, cost(noerror=0.5)),  # SERVFAIL from an empty cache
+    ("F6.tcp-cost", UNMET_SETTING, cost(noerror=0.5)),  # SERVFAIL from an empty cache
     ("F6.tcp-cost", UNMET, cost(ceiling=False)),
     # run 33b9's UDP: the servers' cores 74-91 % busy, the rate held by lost queries' timeouts
     ("F6.tcp-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
-    ("F6.tls-cost", UNMET, cost(busy={"udp": 80.0})),
+    ("F6.tls-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
     # busy enough: judged
     ("F6.tcp-cost", PRESENT, cost(busy={"udp": 92.0})),
     # the front-end's TCP above its UDP is the seed's exception, not judged here
@@ -65,7 +65,7 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.tls-cost", PRESENT, cost()),
     ("F6.tls-cost", ABSENT, cost({"unbound": {"dot": 0.9, "tcp": 0.95}})),
     ("F6.tls-cost", REVERSED, cost({"bind": {"dot": 1.2, "tcp": 1.3}})),
-    ("F6.tls-cost", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.tls-cost", UNMET_MACHINE, cost(ceilings=DOT_LIMITED)),
     ("F6.frontend.tcp", PRESENT, cost()),
     ("F6.frontend.tcp", ABSENT, cost({"dnsdist": {"tcp": 0.9}})),
     ("F6.frontend.tcp", REVERSED, cost({"dnsdist": {"tcp": 0.5}})),
@@ -75,17 +75,17 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.frontend.tls", PRESENT, cost()),
     ("F6.frontend.tls", ABSENT, cost({"dnsdist": {"dot": 1.0}})),
     ("F6.frontend.tls", REVERSED, cost({"dnsdist": {"dot": 0.3}})),
-    ("F6.frontend.tls", UNMET, cost(server_cpus="0")),
+    ("F6.frontend.tls", UNMET_MACHINE, cost(server_cpus="0")),
     ("F6.tls-below-tcp", PRESENT, cost()),
     ("F6.tls-below-tcp", ABSENT, cost({"nsd": {"dot": 0.45}})),  # DoT as TCP
     ("F6.tls-below-tcp", REVERSED, cost({"unbound": {"dot": 0.6}})),
     # a generator-limited server is listed, the others judged; all limited: not applicable
     ("F6.tls-below-tcp", PRESENT, cost({"nsd": {"dot": 0.5}}, ceilings={"dot": 80000.0})),
-    ("F6.tls-below-tcp", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.tls-below-tcp", UNMET_MACHINE, cost(ceilings=DOT_LIMITED)),
     ("F6.doh-below-dot", PRESENT, cost()),
     ("F6.doh-below-dot", ABSENT, cost({"bind": {"doh": 0.4}})),  # DoH 1.2x DoT
     ("F6.doh-below-dot", REVERSED, cost({"unbound": {"doh": 0.6}})),  # 2x
-    ("F6.doh-below-dot", UNMET, cost(ceilings={"doh": 12000.0})),
+    ("F6.doh-below-dot", UNMET_MACHINE, cost(ceilings={"doh": 12000.0})),
     # a ratio at its band's edge over 5 trials spread 5 %: the bootstrap interval of the
     # ratio of medians straddles the edge
     ("F6.tcp-cost", STRADDLES, cost({"unbound": {"tcp": 0.60}}, spread=0.05)),

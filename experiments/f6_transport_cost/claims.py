@@ -157,8 +157,7 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
     judged, skipped, unmet = [], [], []
     for server in _others(run):
         if transport in derived.not_served(run, server):
-            skipped.append(f"{server}: no {LABELS[transport]}")
-            unmet.append(NotApplicable(skipped[-1], cause=SETTING))  # another server would
+            skipped.append(f"{server}: no {LABELS[transport]}")  # never judged: no cause
             continue
         try:
             judged.append((server, *ratio(run, verdict, server, transport, min_trials,
