@@ -414,7 +414,7 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
                                          else "no failure"), sized=True)
     # the monitor's +-1 s, in the ratio's units at the series' mean time to use up the range
     slack = slack_s / statistics.fmean(predictions)
-    figure = Judged("first failure / ports used up", mean_interval(ratios),
+    figure = Judged("first failure / ports used up", mean_interval(ratios).of("cold starts"),
                     low=low - slack, high=high + slack, unit="x")
     span = f"{_span(firsts)} s"
     verdict.phrase = (f"mechanism check: first failure at {figure.value()} the time ports "
