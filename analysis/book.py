@@ -3,7 +3,9 @@
 `build(runs, out)` takes run folders (by default the newest complete run of each experiment
 under a results root, `newest_runs`) and writes, into a folder of its own that is never
 reused, one HTML page (`index.html`, Jinja2, with the runs' figures copied beside it) and one
-16:9 PDF deck (`deck.pdf`, matplotlib's PDF backend): a title slide; per finding a slide with
+16:9 PDF deck (`deck.pdf`, matplotlib's PDF backend): a title slide; a census slide (per
+finding: judged - reproduced, not reproduced, inconclusive -, not applicable for the machine,
+not applicable for a setting); per finding a slide with
 each published claim and its source beside the measured verdict line (reproductions first,
 calibrations and lab checks apart, what the machine could not show with its measured figure
 and remedy), then one slide per figure of its runs; a finding without a run says which
@@ -33,6 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from analysis.claim import REPRODUCTION  # noqa: E402
+from analysis.index import census, census_text  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
 from analysis.report import TEMPLATES  # noqa: E402
 from analysis.rundata import Run, load_run  # noqa: E402
@@ -42,7 +45,8 @@ from dnslab.errors import LabError  # noqa: E402
 
 SLIDE_INCHES = (13.333, 7.5)  # 16:9
 STATUS_COLOUR = {"reproduced": "#1b7837", "not_reproduced": "#b2182b",
-                 "not_applicable": "#6b6b6b", "incomplete": "#b8860b", "error": "#b2182b"}
+                 "inconclusive": "#7b3294", "not_applicable": "#6b6b6b",
+                 "incomplete": "#b8860b", "error": "#b2182b"}
 # CJK script (two sources are Japanese): the deck's font has no glyphs for it, and each
 # source carries an English gloss beside its title
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]+")
@@ -80,6 +84,14 @@ class FindingPage:
     def missing(self) -> list[str]:
         have = {findings.base_experiment(p.run.experiment) for p in self.runs}
         return [e for e in self.experiments if e not in have]
+
+    @property
+    def census(self) -> str:
+        """Its claims, calibrations and lab checks: judged / not applicable (machine) / not
+        applicable (setting), e.g. "7 judged (5 reproduced, 2 inconclusive); not
+        applicable: 1 machine, 2 setting" ("no run" without one)."""
+        counted = census(v for page in self.runs for v in page.verdicts)
+        return census_text(counted[self.id]) if self.id in counted else "no run"
 
 
 def line_of(verdict: dict[str, Any]) -> str:
@@ -282,6 +294,11 @@ def write_deck(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
                                (f"built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC from "
                                 f"{sum(len(p.runs) for p in pages)} runs", "#555555")])
         titles += [title] * drawn
+        name = "Census: judged, and what the machine or a setting left unjudged"
+        drawn = _table_slides(pdf, name, [(f"{p.id}  {p.title}", p.census, "#222222")
+                                          for p in pages],
+                              header=("finding", "claims, calibrations and lab checks"))
+        titles += [name] * drawn
         for page in pages:
             slide = f"{page.id}: {page.title}"
             runs = ", ".join(rp.run.label for rp in page.runs) or "no run"
@@ -290,7 +307,7 @@ def write_deck(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
                      for v in page.verdicts(reproductions=True)]
             rows += [("", f"No complete run of {e}: make experiment EXP={e}", "#b8860b")
                      for e in page.missing]
-            drawn = _table_slides(pdf, slide, rows, footer=runs,
+            drawn = _table_slides(pdf, slide, rows, footer=f"{runs} · census: {page.census}",
                                   header=("published", "measured here"),
                                   subtitle=f"Source (seed {page.seed}): {page.source}")
             titles += [slide] * drawn

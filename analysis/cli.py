@@ -12,7 +12,7 @@ when the run had data problems (missing files), 0 otherwise.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,8 +25,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Claims, plots, reports and the run index for dnslab results.")
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per error, unwrapped
-STYLE = {"reproduced": "green", "not_reproduced": "red", "not_applicable": "dim",
-         "incomplete": "yellow", "error": "bold red"}
+STYLE = {"reproduced": "green", "not_reproduced": "red", "inconclusive": "magenta",
+         "not_applicable": "dim", "incomplete": "yellow", "error": "bold red"}
 
 
 def _fail(exc: LabError) -> None:
@@ -90,6 +90,17 @@ def runs_cmd(
         table.add_row(row["path"], "yes" if row["complete"] else "[yellow]no[/]",
                       text or "[dim]not analysed[/]")
     out.print(table)
+    # judged / not applicable (machine) / not applicable (setting), per finding
+    newest: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:  # newest first: each experiment's newest analysed run
+        if row["verdicts"] and row["experiment"] not in newest:
+            newest[row["experiment"]] = row["verdicts"]
+    totals = index.census(v for verdicts in newest.values() for v in verdicts)
+    if totals:
+        out.print("census of each experiment's newest run (claims, calibrations and lab "
+                  "checks):", markup=False)
+        for finding, counts in totals.items():
+            out.print(f"  {finding}: {index.census_text(counts)}", markup=False)
 
 
 @app.command("compare")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.claim import require
-from analysis.rundata import Cell, Run
+from analysis.rundata import SETTING, Cell, Run
 from dnslab.errors import LabError
 from dnslab.thresholds import GENERATOR_BOUND_SHARE, QUIET_OTHER_LOAD_PCT
 
@@ -56,7 +56,8 @@ def require_quiet(cell: Cell, what: str) -> OtherLoad | None:
             f"{cell.label}: the machine was busy: other processes used "
             f"{load.mean_pct if load else 0:.0f} % of a core on average (at most "
             f"{load.max_pct if load else 0:.0f} %) during {what}",
-            f"rerun with nothing else running (<= {QUIET_OTHER_LOAD_PCT:.0f} % of a core)")
+            f"rerun with nothing else running (<= {QUIET_OTHER_LOAD_PCT:.0f} % of a core)",
+            cause=SETTING)  # a busy machine: a rerun on a quiet one judges it
     return load
 
 
@@ -149,17 +150,20 @@ def generator_ceiling(run: Run, cell: Cell) -> float | None:
     return None
 
 
-def require_below_ceiling(run: Run, cell: Cell, rate: float, label: str, remedy: str) -> float:
+def require_below_ceiling(run: Run, cell: Cell, rate: float, label: str, remedy: str, *,
+                          cause: str) -> float:
     """Precondition of every load claim: the rate is below GENERATOR_BOUND_SHARE of the
     generator's ceiling measured in the same run (else the run measured the generator).
-    Returns the ceiling."""
+    `cause`: what `remedy` needs when the generator was the limit (MACHINE: more or faster
+    cores; SETTING: another generator or load). Returns the ceiling."""
     ceiling = generator_ceiling(run, cell)
     require(ceiling is not None, f"{label}: no generator ceiling measured in this run",
-            "a run that measures the load generator's ceiling for the same load")
+            "a run that measures the load generator's ceiling for the same load",
+            cause=SETTING)
     assert ceiling is not None
     require(rate < GENERATOR_BOUND_SHARE * ceiling,
             f"{label}: {rate:,.0f} qps is {rate / ceiling:.0%} of the generator's ceiling "
-            f"{ceiling:,.0f} qps (generator-limited)", remedy)
+            f"{ceiling:,.0f} qps (generator-limited)", remedy, cause=cause)
     return ceiling
 
 
@@ -185,23 +189,24 @@ def paced_ceiling(run: Run) -> pd.DataFrame | None:
                  sent_qps=("sent_qps", "max")))
 
 
-def require_paced_load_reached(run: Run, load: float, remedy: str) -> None:
+def require_paced_load_reached(run: Run, load: float, remedy: str, *, cause: str) -> None:
     """Precondition of the tcp-sysctl claims at one load: the generator reached the load's
     target against the canned responder in this run (its answered qps >= GENERATOR_BOUND_SHARE
     of the target). Else the comparison is the generator's, not the server's. A profile trial
     that then sent less than its target did so because the server held dnsperf's connections
     back (a full accept queue, slow answers): that is part of what the trial measures, so it
-    is judged, not excused."""
+    is judged, not excused. `cause`: what `remedy` needs when the generator fell short."""
     ceiling = paced_ceiling(run)
     require(ceiling is not None,
             "no generator ceiling measured in this run (a run from before the `phase=ceiling` "
             "cell, or CEILING=false)",
-            "a run that measures dnsperf's ceiling for the same load (ceiling: true)")
+            "a run that measures dnsperf's ceiling for the same load (ceiling: true)",
+            cause=SETTING)
     assert ceiling is not None
     at = ceiling[np.isclose(ceiling["load_pct"].to_numpy(float), load)]
     require(not at.empty, f"the ceiling cell ran no trial at {load:.0f} % load",
-            "a ceiling cell with the same loads as the profile cells")
+            "a ceiling cell with the same loads as the profile cells", cause=SETTING)
     reached, target = float(at["qps"].iloc[0]), float(at["target_qps"].iloc[0])
     require(reached >= GENERATOR_BOUND_SHARE * target,
             f"generator-limited at {load:.0f} % load: ceiling {reached:,.0f} qps for target "
-            f"{target:,.0f} qps ({reached / target:.0%})", remedy)
+            f"{target:,.0f} qps ({reached / target:.0%})", remedy, cause=cause)

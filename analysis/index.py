@@ -5,8 +5,12 @@ runs and can be deleted at any time (`update(root)` rebuilds it). Tables:
 - `runs(path, experiment, run_id, started, ended, complete, runtime, kernel, git, params,
   cells, analysed)`; `path` is relative to the results root (`<exp>/<run-id>`)
 - `verdicts(path, claim_id, finding, kind, title, status, published, measured, tolerance,
-  detail)`; `kind` says whether a verdict is a reproduction or a check of the lab
-  (calibration, lab check), and `verdict_counts` never counts a check as a reproduction.
+  detail, cause, line)`; `kind` says whether a verdict is a reproduction or a check of the lab
+  (calibration, lab check), and `verdict_counts` never counts a check as a reproduction;
+  `cause` what a "not applicable" needs (`machine` | `setting`), which `census` counts per
+  finding: judged (reproduced, not reproduced, inconclusive) / not applicable (machine) /
+  not applicable (setting), so a speaker sees what a bigger machine would add and what a
+  rerun with other settings would.
 An index written before a column existed is dropped and rebuilt from the run folders.
 """
 
@@ -29,11 +33,12 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   path TEXT, claim_id TEXT, finding TEXT, kind TEXT, title TEXT, status TEXT, published TEXT,
-  measured TEXT, tolerance TEXT, detail TEXT, PRIMARY KEY (path, claim_id)
+  measured TEXT, tolerance TEXT, detail TEXT, cause TEXT, line TEXT,
+  PRIMARY KEY (path, claim_id)
 );
 """
 VERDICT_COLUMNS = ["path", "claim_id", "finding", "kind", "title", "status", "published",
-                   "measured", "tolerance", "detail"]
+                   "measured", "tolerance", "detail", "cause", "line"]
 REPRODUCTION = "reproduction"  # as analysis.claim names the kinds
 CHECK_KINDS = {"calibration", "lab_check"}
 
@@ -91,10 +96,10 @@ def _upsert(con: sqlite3.Connection, root: Path, run_dir: Path) -> None:
          json.dumps(meta.get("params") or {}, sort_keys=True), n_cells,
          (summary.get("analysis") or {}).get("generated")))
     for v in summary.get("verdicts") or []:
-        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?)",
+        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (rel, v.get("claim_id"), v.get("finding"), v.get("kind") or REPRODUCTION,
                      v.get("title"), v.get("status"), v.get("published"), v.get("measured"),
-                     v.get("tolerance"), v.get("detail")))
+                     v.get("tolerance"), v.get("detail"), v.get("cause"), v.get("line")))
 
 
 def update(root: Path, runs: Iterable[Path] | None = None) -> Path:
@@ -132,7 +137,7 @@ def list_runs(root: Path, experiment: str | None = None) -> list[dict[str, Any]]
     return rows
 
 
-CHECK_STATUS = {"reproduced": "hold", "not_reproduced": "fail"}
+CHECK_STATUS = {"reproduced": "hold", "not_reproduced": "fail", "inconclusive": "inconclusive"}
 
 
 def verdict_counts(verdicts: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
@@ -151,6 +156,53 @@ def verdict_counts(verdicts: list[dict[str, Any]]) -> list[tuple[str, str, int]]
             continue
         word = CHECK_STATUS.get(status)
         noun = "lab check" if n == 1 else "lab checks"
-        verb = (word + ("s" if n == 1 else "")) if word else status.replace("_", " ")
+        verb = ((word + ("s" if n == 1 and word != "inconclusive" else "")) if word
+                else status.replace("_", " "))
         out.append((f"{n} {noun} {verb}", status, n))
     return out
+
+
+JUDGED = ("reproduced", "not_reproduced", "inconclusive")  # as analysis.claim names them
+MACHINE, SETTING = "machine", "setting"  # as analysis.rundata names the causes
+CENSUS_KEYS = ("judged", "reproduced", "not_reproduced", "inconclusive", MACHINE, SETTING,
+               "unclassified", "other")
+
+
+def census(verdicts: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{finding: counts} over every claim, calibration and lab check: `judged` (of which
+    `reproduced`, `not_reproduced`, `inconclusive`), not applicable for the `machine` (cores,
+    hosts, a NIC) or a `setting` (a parameter, a calibration, a busy machine), `unclassified`
+    (a verdict from before causes were recorded), `other` (incomplete, error)."""
+    out: dict[str, dict[str, int]] = {}
+    for v in verdicts:
+        finding = str(v.get("finding") or str(v.get("claim_id", "?")).split(".", 1)[0])
+        counts = out.setdefault(finding, dict.fromkeys(CENSUS_KEYS, 0))
+        status = str(v.get("status"))
+        if status in JUDGED:
+            counts["judged"] += 1
+            counts[status] += 1
+        elif status == "not_applicable":
+            cause = v.get("cause")
+            counts[cause if cause in (MACHINE, SETTING) else "unclassified"] += 1
+        else:
+            counts["other"] += 1
+    return dict(sorted(out.items()))
+
+
+# a check of the lab holds or fails, it reproduces nothing: the census says both at once
+CENSUS_WORDS = {"reproduced": "reproduced or holding", "not_reproduced": "not reproduced or "
+                "failing", "inconclusive": "inconclusive"}
+
+
+def census_text(counts: dict[str, int]) -> str:
+    """"5 judged (3 reproduced or holding, 1 not reproduced or failing, 1 inconclusive); not
+    applicable: 1 machine, 2 setting" (zero counts left out)."""
+    parts = [f"{counts[k]} {CENSUS_WORDS[k]}" for k in JUDGED if counts.get(k)]
+    text = f"{counts.get('judged', 0)} judged" + (f" ({', '.join(parts)})" if parts else "")
+    missing = [f"{counts[k]} {k}" for k in (MACHINE, SETTING, "unclassified")
+               if counts.get(k)]
+    if missing:
+        text += "; not applicable: " + ", ".join(missing)
+    if counts.get("other"):
+        text += f"; {counts['other']} incomplete or in error"
+    return text

@@ -18,15 +18,18 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from analysis import derived
 from analysis.claim import REPRODUCTION, STATUS_MEANING, STATUSES, finding_titles
+from analysis.index import census, census_text
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
 from dnslab.thresholds import QUIET_OTHER_LOAD_PCT
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATUS_TEXT = {"reproduced": "reproduced", "not_reproduced": "not reproduced",
-               "not_applicable": "not applicable", "incomplete": "incomplete", "error": "error"}
-STATUS_ICON = {"reproduced": "✔", "not_reproduced": "✘", "not_applicable": "–",
-               "incomplete": "◐", "error": "!"}
+               "inconclusive": "inconclusive", "not_applicable": "not applicable",
+               "incomplete": "incomplete", "error": "error"}
+STATUS_ICON = {"reproduced": "✔", "not_reproduced": "✘", "inconclusive": "?",
+               "not_applicable": "–", "incomplete": "◐", "error": "!"}
+CAUSE_TEXT = {"machine": "the machine", "setting": "a setting"}
 
 
 def _env() -> Environment:
@@ -35,6 +38,7 @@ def _env() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["status_text"] = lambda s: STATUS_TEXT.get(s, s)
     env.filters["status_icon"] = lambda s: STATUS_ICON.get(s, "?")
+    env.filters["cause_text"] = lambda c: CAUSE_TEXT.get(c, "unclassified")
     env.filters["link"] = lambda rel: quote("../" + rel)
     env.filters["mdcell"] = lambda v: "" if v is None else str(v).replace("|", "\\|").replace(
         "\n", " ")
@@ -256,6 +260,8 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
         "calibrations": [v for v in verdicts if v.get("kind", REPRODUCTION) != REPRODUCTION],
         "status_meaning": STATUS_MEANING,
+        # judged / not applicable (machine) / not applicable (setting), checks included
+        "census": {f: census_text(c) for f, c in census(verdicts).items()},
         "findings": finding_titles(), "notes": notes, "plots": plot_items,
         "environment": _environment(run), "topology": _topology(run),
         "sysctls": _sysctl_table(run),

@@ -20,9 +20,30 @@ import pandas as pd
 from dnslab import results
 from dnslab.errors import LabError
 
+# what an unmet precondition needs: a machine the lab cannot change (cores, hosts, a NIC) or
+# a setting a rerun can change (a parameter, a calibration, a quieter machine, a cell to run)
+MACHINE = "machine"
+SETTING = "setting"
+CAUSES = (MACHINE, SETTING)
+
 
 class NotApplicable(Exception):
-    """The run holds no data this claim or plot is about (a cell or repetition is not in it)."""
+    """The run holds no data this claim or plot is about (a cell or repetition is not in it),
+    or a precondition is unmet. `cause` says what would judge it, MACHINE or SETTING: every
+    raise states it (no default; `tests/unit/test_not_applicable_causes.py` reads every raise
+    site)."""
+
+    def __init__(self, reason: str, *, cause: str):
+        if cause not in CAUSES:
+            raise ValueError(f"cause must be one of {', '.join(CAUSES)}, not {cause!r}")
+        super().__init__(reason)
+        self.cause = cause
+
+
+def combined_cause(unmet: list[NotApplicable]) -> str:
+    """The cause of several unmet preconditions together: the machine only when each of them
+    is the machine's (a setting that would judge any part is worth a rerun)."""
+    return MACHINE if unmet and all(e.cause == MACHINE for e in unmet) else SETTING
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
@@ -170,7 +191,7 @@ class Run:
         found = self.cells_where(**wanted)
         desc = ", ".join(f"{k}={v}" for k, v in wanted.items())
         if not found:
-            raise NotApplicable(f"no cell with {desc} in this run")
+            raise NotApplicable(f"no cell with {desc} in this run", cause=SETTING)
         if len(found) > 1:
             raise LabError(f"{len(found)} cells match {desc} in {self.label}",
                            hint="the claim expects one such cell per run")

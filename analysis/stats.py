@@ -1,4 +1,26 @@
-"""Statistics for repeated-trial experiments (F5 `tcp-sysctl`): is a profile different?
+"""Statistics for repeated measurements: the interval of a figure over its repetitions (every
+finding's claims), and whether a profile differs (F5 `tcp-sysctl`).
+
+Intervals (`Interval`: the figure, its bounds, the repetitions it is over and the method), at
+CONFIDENCE (95 %, two-sided) unless a claim says otherwise:
+- `mean_interval`: Student's t interval of a mean (the figure is a mean of repetitions: F3's
+  first-failure ratio over cold starts). Exact for normal repetitions, and with 3 of them its
+  t(2) = 4.30 makes the interval as wide as three repetitions deserve; a bootstrap of 3
+  values would take at most 10 distinct resamples and be far narrower than 95 %.
+- `ratio_of_means_interval`: Fieller's interval of a ratio of two means (F3's XoT/TCP mean
+  time per zone), paired (the two measured back to back per repetition: their covariance
+  enters) or independent (Welch-Satterthwaite degrees of freedom). Fieller rather than a
+  delta-method or bootstrap interval because it stays exact for normal means at any n and
+  says when the denominator itself is not told from zero (an unbounded interval).
+- `ratio_of_medians_interval`: a seeded percentile bootstrap of a ratio of two medians (F6's
+  and F2's figures are medians of trials, for which no closed form exists), resampling
+  trials by round when the two were measured in the same rounds.
+- `median_interval`: a seeded percentile bootstrap of one median.
+- `rank_ratio_interval`: the relative change of one group of trials against another with
+  the interval its one-sided Mann-Whitney tests give (F5's and F4's rank tests: the same
+  test decides, and what it cannot tell becomes "inconclusive").
+- `repetitions_to_decide`: how many repetitions would put an interval on one side of a band
+  edge, from the spread observed (see its docstring).
 
 Pure functions over pandas data: one row per trial with a group column (the sysctl profile)
 and one or more measures (qps, latency). The DIINER study behind F5 ran >= 20 dnsperf trials
@@ -20,16 +42,284 @@ and writes the run's `stats.json` with these functions (the analysis does, never
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import scikit_posthocs as sp
 from scipy import stats
-from statsmodels.stats.multicomp import pairwise_tukeyhsd
 
 ALPHA = 0.05
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 4000
+BOOTSTRAP_SEED = 20261127  # fixed: the same run always gets the same interval
+MAX_REPETITIONS = 1000  # beyond this, "no practical number of repetitions decides it"
+
+T_METHODS = ("t", "Fieller")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure over its repetitions and its two-sided interval at `level`: `low`/`high`
+    are -inf/+inf where the data cannot bound it (Fieller's denominator not told from
+    zero), and both equal `estimate` when there is a single repetition (`n` < 2: no spread,
+    no interval). `method`: "t", "Fieller" or "bootstrap"; `n`: the repetitions (the
+    smaller group's for two groups), `paired`: whether two groups were measured in pairs."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    method: str
+    level: float = CONFIDENCE
+    paired: bool = False
+    counted: str = "repetitions"  # what n counts, as said ("trials", "cold starts")
+
+    def of(self, counted: str) -> Interval:
+        """The same interval, its n said as `counted`."""
+        return replace(self, counted=counted)
+
+    @property
+    def single(self) -> bool:
+        return self.n < 2
+
+    @property
+    def bounded(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def describe(self) -> str:
+        """How the interval was made, e.g. "95 % Fieller interval over 3 paired repetitions"."""
+        if self.single:
+            return "a single measurement: no interval"
+        kind = {"t": "t interval", "Fieller": "Fieller interval",
+                "bootstrap": "bootstrap interval",
+                "Mann-Whitney": "interval of the Mann-Whitney tests"}.get(self.method,
+                                                                           self.method)
+        return (f"{self.level * 100:.0f} % {kind} over {self.n} "
+                f"{'paired ' if self.paired else ''}{self.counted}")
+
+    def to_dict(self) -> dict[str, Any]:
+        def finite(value: float) -> float | None:
+            return float(value) if math.isfinite(value) else None
+
+        return {"estimate": float(self.estimate), "low": finite(self.low),
+                "high": finite(self.high), "n": self.n, "method": self.method,
+                "level": self.level, "paired": self.paired, "counted": self.counted}
+
+
+def _single(values: np.ndarray, estimate: float, method: str) -> Interval:
+    return Interval(estimate, estimate, estimate, len(values), method)
+
+
+def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    data = np.asarray(values, dtype=float)
+    return data[np.isfinite(data)]
+
+
+def mean_interval(values: Sequence[float] | np.ndarray,
+                  level: float = CONFIDENCE) -> Interval:
+    """Student's t interval of the mean of `values` (non-finite values dropped)."""
+    data = _clean(values)
+    if not len(data):
+        raise ValueError("no finite value to take the mean of")
+    mean = float(data.mean())
+    if len(data) < 2:
+        return _single(data, mean, "t")
+    half = float(stats.t.ppf((1 + level) / 2, len(data) - 1)) * float(
+        data.std(ddof=1)) / math.sqrt(len(data))
+    return Interval(mean, mean - half, mean + half, len(data), "t", level)
+
+
+def ratio_of_means_interval(numerator: Sequence[float] | np.ndarray,
+                            denominator: Sequence[float] | np.ndarray, *,
+                            paired: bool = False, level: float = CONFIDENCE) -> Interval:
+    """Fieller's interval of mean(numerator) / mean(denominator).
+
+    The ratio R is bounded by the values for which (mean_a - R mean_b) is within t standard
+    errors of zero: (a - R b)^2 = t^2 (v_a - 2 R c + R^2 v_b), with v_a, v_b the variances of
+    the two means and c their covariance (paired: the sample covariance / n; independent:
+    0, with Welch-Satterthwaite's degrees of freedom at the estimate). When b is not itself
+    told from zero (g = t^2 v_b / b^2 >= 1) no finite interval exists: (-inf, +inf)."""
+    a_values, b_values = np.asarray(numerator, float), np.asarray(denominator, float)
+    if paired:
+        if len(a_values) != len(b_values):
+            raise ValueError("paired samples must have the same length")
+        keep = np.isfinite(a_values) & np.isfinite(b_values)
+        a_values, b_values = a_values[keep], b_values[keep]
+    else:
+        a_values, b_values = _clean(a_values), _clean(b_values)
+    if not len(a_values) or not len(b_values):
+        raise ValueError("no finite value to take the ratio of means of")
+    a, b = float(a_values.mean()), float(b_values.mean())
+    if b == 0:
+        raise ValueError("the denominator's mean is zero")
+    ratio = a / b
+    n = min(len(a_values), len(b_values))
+    if n < 2:
+        return Interval(ratio, ratio, ratio, n, "Fieller", level, paired)
+    v_a = float(a_values.var(ddof=1)) / len(a_values)
+    v_b = float(b_values.var(ddof=1)) / len(b_values)
+    if paired:
+        cov = float(np.cov(a_values, b_values, ddof=1)[0, 1]) / n
+        df = float(n - 1)
+    else:
+        cov = 0.0
+        parts = (v_a, ratio ** 2 * v_b)
+        denominator_df = (parts[0] ** 2 / (len(a_values) - 1)
+                          + parts[1] ** 2 / (len(b_values) - 1))
+        df = (sum(parts) ** 2 / denominator_df) if denominator_df > 0 else float(n - 1)
+    t = float(stats.t.ppf((1 + level) / 2, max(df, 1.0)))
+    quad = b * b - t * t * v_b
+    if quad <= 0:  # the denominator's mean is not told from zero
+        return Interval(ratio, -math.inf, math.inf, n, "Fieller", level, paired)
+    mid = a * b - t * t * cov
+    disc = mid * mid - quad * (a * a - t * t * v_a)
+    root = math.sqrt(max(disc, 0.0))
+    low, high = (mid - root) / quad, (mid + root) / quad
+    return Interval(ratio, min(low, ratio), max(high, ratio), n, "Fieller", level, paired)
+
+
+def _bootstrap_bounds(draws: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(draws, tail)), float(np.percentile(draws, 100 - tail))
+
+
+def median_interval(values: Sequence[float] | np.ndarray, level: float = CONFIDENCE,
+                    resamples: int = BOOTSTRAP_RESAMPLES,
+                    seed: int = BOOTSTRAP_SEED) -> Interval:
+    """A seeded percentile bootstrap interval of the median of `values`."""
+    data = _clean(values)
+    if not len(data):
+        raise ValueError("no finite value to take the median of")
+    median = float(np.median(data))
+    if len(data) < 2:
+        return _single(data, median, "bootstrap")
+    rng = np.random.default_rng(seed)
+    draws = np.median(data[rng.integers(0, len(data), (resamples, len(data)))], axis=1)
+    low, high = _bootstrap_bounds(draws, level)
+    return Interval(median, min(low, median), max(high, median), len(data), "bootstrap",
+                    level)
+
+
+def ratio_of_medians_interval(numerator: Sequence[float] | np.ndarray,
+                              denominator: Sequence[float] | np.ndarray, *,
+                              paired: bool = False, level: float = CONFIDENCE,
+                              resamples: int = BOOTSTRAP_RESAMPLES,
+                              seed: int = BOOTSTRAP_SEED) -> Interval:
+    """A seeded percentile bootstrap interval of median(numerator) / median(denominator):
+    paired, the same rounds are drawn for both (two transports measured in the same
+    rounds); else each group is drawn on its own. With fewer than ~10 values a percentile
+    bootstrap is narrower than its nominal level (a median of 5 trials takes one of 5
+    values): claims that use it need at least 3 trials and say their n."""
+    a_values, b_values = np.asarray(numerator, float), np.asarray(denominator, float)
+    if paired:
+        if len(a_values) != len(b_values):
+            raise ValueError("paired samples must have the same length")
+        keep = np.isfinite(a_values) & np.isfinite(b_values)
+        a_values, b_values = a_values[keep], b_values[keep]
+    else:
+        a_values, b_values = _clean(a_values), _clean(b_values)
+    if not len(a_values) or not len(b_values):
+        raise ValueError("no finite value to take the ratio of medians of")
+    ratio = float(np.median(a_values)) / float(np.median(b_values))
+    n = min(len(a_values), len(b_values))
+    if n < 2:
+        return Interval(ratio, ratio, ratio, n, "bootstrap", level, paired)
+    rng = np.random.default_rng(seed)
+    if paired:
+        index = rng.integers(0, n, (resamples, n))
+        tops, bottoms = a_values[index], b_values[index]
+    else:
+        tops = a_values[rng.integers(0, len(a_values), (resamples, len(a_values)))]
+        bottoms = b_values[rng.integers(0, len(b_values), (resamples, len(b_values)))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.median(tops, axis=1) / np.median(bottoms, axis=1)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return Interval(ratio, -math.inf, math.inf, n, "bootstrap", level, paired)
+    low, high = _bootstrap_bounds(draws, level)
+    return Interval(ratio, min(low, ratio), max(high, ratio), n, "bootstrap", level, paired)
+
+
+def rank_ratio_interval(other: Sequence[float] | np.ndarray,
+                        base: Sequence[float] | np.ndarray,
+                        alpha: float = ALPHA) -> Interval:
+    """The relative change of `other` against `base` (median(other) / median(base) - 1) with
+    the interval its own one-sided Mann-Whitney tests give: the changes d for which neither
+    "other above base x (1 + d)" nor "other below it" is significant at `alpha`, i.e. a
+    (1 - 2 alpha) interval (the inverted test; 90 % for the usual 0.05). A band edge outside
+    it is what the rank test tells apart at `alpha`; one inside it, what it cannot: F5's
+    claims keep their tests and map "cannot tell" to inconclusive through it."""
+    from scipy.stats import mannwhitneyu
+
+    a, b = _clean(other), _clean(base)
+    if not len(a) or not len(b):
+        raise ValueError("no finite value to compare")
+    estimate = float(np.median(a)) / float(np.median(b)) - 1
+    n = min(len(a), len(b))
+    level = 1 - 2 * alpha
+    if n < 2 or np.all(a == a[0]) and np.all(b == b[0]):
+        return Interval(estimate, estimate, estimate, n, "Mann-Whitney", level)
+
+    def p_above(ratio: float) -> float:
+        return float(mannwhitneyu(a, b * ratio, alternative="greater").pvalue)
+
+    def p_below(ratio: float) -> float:
+        return float(mannwhitneyu(a, b * ratio, alternative="less").pvalue)
+
+    positive = a[a > 0] if np.any(a > 0) else a
+    span_low = max(float(positive.min()) / float(b.max()), 1e-9) / 2
+    span_high = float(a.max()) / max(float(b[b > 0].min()) if np.any(b > 0) else 1e-9,
+                                     1e-9) * 2
+
+    def bound(significant: Callable[[float], bool], rising: bool) -> float:
+        """The ratio where `significant` stops (rising: holds below it) by bisection in
+        log space."""
+        low, high = math.log(span_low), math.log(span_high)
+        for _ in range(60):
+            mid = (low + high) / 2
+            if significant(math.exp(mid)) == rising:
+                low = mid
+            else:
+                high = mid
+        return math.exp((low + high) / 2)
+
+    lower = bound(lambda r: p_above(r) < alpha, rising=True) - 1
+    upper = bound(lambda r: p_below(r) >= alpha, rising=True) - 1
+    return Interval(estimate, min(lower, estimate), max(upper, estimate), n, "Mann-Whitney",
+                    level)
+
+
+def _critical(method: str, n: int, level: float) -> float:
+    """The multiplier an interval of `n` repetitions has: t(n - 1) for t and Fieller
+    intervals, the normal's for a bootstrap."""
+    if method in T_METHODS:
+        return float(stats.t.ppf((1 + level) / 2, max(n - 1, 1)))
+    return float(stats.norm.ppf((1 + level) / 2))
+
+
+def repetitions_to_decide(interval: Interval, edge: float) -> int | None:
+    """How many repetitions would decide a figure whose interval straddles `edge`, at the
+    spread observed: the interval's half-width toward the edge, h, shrinks as
+    critical(n) / sqrt(n) (the spread per repetition staying what this run showed), so the
+    answer is the smallest n > interval.n with h x sqrt(n0 / n) x critical(n) / critical(n0)
+    < |estimate - edge|. None when the figure sits on the edge, the interval is unbounded
+    or has no spread to scale, or more than MAX_REPETITIONS would be needed: no practical
+    number decides it, the figure is as near the edge as the band can tell."""
+    distance = abs(interval.estimate - edge)
+    half = (interval.high - interval.estimate if edge > interval.estimate
+            else interval.estimate - interval.low)
+    if interval.single or distance == 0 or not math.isfinite(half) or half <= 0:
+        return None
+    n0 = interval.n
+    base = _critical(interval.method, n0, interval.level)
+    for n in range(n0 + 1, MAX_REPETITIONS + 1):
+        if half * math.sqrt(n0 / n) * _critical(interval.method, n, interval.level) / base \
+                < distance:
+            return n
+    return None
 
 
 def spread(df: pd.DataFrame, group: str, value: str) -> pd.DataFrame:
@@ -97,6 +387,10 @@ def posthoc_vs_control(df: pd.DataFrame, group: str, value: str, control: str,
     Columns: `median`, `control_median`, `rel_diff` ((median - control) / control),
     `cliffs_delta`, `hedges_g`, `dunn_p`, `tukey_p`, `significant` (both tests below alpha).
     """
+    # imported here: claims import this module for its intervals, and these two take a second
+    import scikit_posthocs as sp
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+
     if control not in set(df[group]):
         raise ValueError(f"control group {control!r} has no trials")
     clean = df[[group, value]].dropna()

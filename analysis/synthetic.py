@@ -5,16 +5,21 @@ Nothing here writes meta.json or cell.json by hand: every run goes through
 tested on the layout real runs have. `write_run` writes one run from `CellData` (params,
 figures, CSV files, sysctls read back); each finding's `fixtures.py` builds its cells, taking
 the effect to show as parameters, so each claim can be given a run where its effect is
-present, absent, reversed, or where its precondition is unmet.
+present, absent, reversed, or where its precondition is unmet. `resample` copies a run with
+its repetitions drawn again, for the test that verdicts do not flip between reruns.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from dnslab import results
 from dnslab.results import RunWriter
 
 MONITOR_COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors",
@@ -86,3 +91,135 @@ def write_run(root: Path, experiment: str, cells: list[CellData], *,
     writer.finish("2025-01-01T00:03:10+00:00", complete)
     return writer.dir
 
+
+
+# --- a run's repetitions drawn again -----------------------------------------------------------
+
+# meta.json fields of a run that its claims read beside its cells, kept in a resampled copy
+RUN_FIELDS = ("placement", "port_range_choice", "profiles", "hosts", "images", "scale")
+# ... and of each cell (the WAN applied and read back, where its nodes ran)
+CELL_FIELDS = ("wan", "wan_counters", "placement", "affinity", "hosts")
+
+
+def _draw(rng: np.random.Generator, count: int) -> list[int]:
+    """`count` indices drawn with replacement, at least two distinct when count >= 2: a run
+    of n repetitions that are all one repetition shows no spread, which no real run does."""
+    while True:
+        drawn = [int(i) for i in rng.integers(0, count, count)]
+        if count < 2 or len(set(drawn)) > 1:
+            return drawn
+
+
+def _cell_data(run: Any, cell: Any) -> CellData:
+    """A loaded cell as CellData: its params, figures, every file, the sysctls of meta.json."""
+    files = {str(p.relative_to(cell.dir)): p.read_text() for p in sorted(cell.dir.rglob("*"))
+             if p.is_file() and p.name != results.CELL}
+    return CellData(dict(cell.params), dict(cell.figures), files=files,
+                    sysctls=results.cell_sysctls(run.meta, cell.id),
+                    requested=results.cell_sysctls(run.meta, cell.id, "sysctls_requested"),
+                    finished=cell.status == "complete")
+
+
+def _redraw_rows(text: str, key: str, drawn: dict[str, str]) -> str:
+    """A CSV's rows redrawn by their `key` column: new key k takes the rows of drawn[k]."""
+    lines = text.splitlines()
+    header = lines[0].split(",")
+    if key not in header:
+        return text
+    column = header.index(key)
+    by_key: dict[str, list[list[str]]] = {}
+    for line in lines[1:]:
+        row = line.split(",")
+        by_key.setdefault(row[column], []).append(row)
+    out = [lines[0]]
+    for new, old in drawn.items():
+        for row in by_key.get(old, []):
+            out.append(",".join([*row[:column], new, *row[column + 1:]]))
+    return "\n".join(out) + "\n"
+
+
+def repetition_units(run_dir: Path) -> list[str]:
+    """What `resample` can draw again in a run: "repetitions" (cells with a `rep` param,
+    two or more), "rounds" (`trials.csv` with a `trial` column, two or more), "qps_trials"
+    and "delays_s" (a cell's own list of two or more); none: every figure is one
+    measurement."""
+    from analysis.rundata import load_run
+
+    run = load_run(run_dir)
+    found = []
+    if len({str(c.params["rep"]) for c in run.cells if "rep" in c.params}) > 1:
+        found.append("repetitions")
+    if any(c.has("trials.csv") and "trial" in c.csv("trials.csv").columns
+           and c.csv("trials.csv")["trial"].nunique() > 1 for c in run.cells):
+        found.append("rounds")
+    for name in ("qps_trials", "delays_s"):
+        if any(isinstance(c.figures.get(name), list) and len(c.figures[name]) > 1
+               for c in run.cells):
+            found.append(name)
+    return found
+
+
+def resample(run_dir: Path, root: Path, rng: np.random.Generator, run_id: str) -> Path:
+    """A copy of a run under `root` whose repetitions are drawn again with replacement, as
+    a rerun of the same experiment might have measured them (the verdict-stability test
+    re-judges such copies): the cells of a repetition (param `rep`, all of one repetition's
+    cells taken together so its pairs stay pairs, in the run's order), the rounds of every
+    `trials.csv` (column `trial`: the same rounds drawn for each cell, a round being one
+    block of the run), and a cell's own repetition lists (figure `qps_trials`; figure
+    `delays_s` with `repetitions.csv`). Written through RunWriter, with the run-level and
+    cell-level meta.json fields its claims read (RUN_FIELDS, CELL_FIELDS)."""
+    from analysis.rundata import load_run  # the analysis reads the run; this writes one
+
+    run = load_run(run_dir)
+    cells = [_cell_data(run, c) for c in run.cells]
+    sources = [c.id for c in run.cells]  # the cell each new cell's data comes from
+    reps = sorted({str(c.params["rep"]) for c in cells if "rep" in c.params})
+    if len(reps) > 1:
+        drawn = dict(zip(reps, (reps[i] for i in _draw(rng, len(reps))), strict=True))
+        by_key = {(json.dumps({k: v for k, v in c.params.items() if k != "rep"},
+                              sort_keys=True), str(c.params["rep"])): (c, source)
+                  for c, source in zip(cells, sources, strict=True) if "rep" in c.params}
+        redrawn, redrawn_sources = [], []
+        for cell, source in zip(cells, sources, strict=True):
+            if "rep" in cell.params:
+                rest = json.dumps({k: v for k, v in cell.params.items() if k != "rep"},
+                                  sort_keys=True)
+                data, source = by_key.get((rest, drawn[str(cell.params["rep"])]),
+                                          (cell, source))
+                cell = replace(data, params=dict(cell.params))
+            redrawn.append(cell)
+            redrawn_sources.append(source)
+        cells, sources = redrawn, redrawn_sources
+    rounds = sorted({row.split(",")[0] for c in cells
+                     if (text := c.files.get("trials.csv")) and text.startswith("trial,")
+                     for row in text.splitlines()[1:]}, key=lambda r: (len(r), r))
+    if len(rounds) > 1:
+        draw_rounds = {str(k + 1): rounds[i] for k, i in enumerate(_draw(rng, len(rounds)))}
+        for cell in cells:
+            if "trials.csv" in cell.files:
+                cell.files["trials.csv"] = _redraw_rows(cell.files["trials.csv"], "trial",
+                                                        draw_rounds)
+    for cell in cells:
+        trials = cell.figures.get("qps_trials")
+        if isinstance(trials, list) and len(trials) > 1:
+            cell.figures["qps_trials"] = [trials[i] for i in _draw(rng, len(trials))]
+        delays = cell.figures.get("delays_s")
+        if isinstance(delays, list) and len(delays) > 1:
+            picks = _draw(rng, len(delays))
+            cell.figures["delays_s"] = [delays[i] for i in picks]
+            if "repetitions.csv" in cell.files:
+                cell.files["repetitions.csv"] = _redraw_rows(
+                    cell.files["repetitions.csv"], "rep",
+                    {str(k): str(i) for k, i in enumerate(picks)})
+    meta = {k: run.meta[k] for k in RUN_FIELDS if k in run.meta}
+    copy = write_run(root, run.experiment, cells, params=run.params,
+                     topology=run.meta.get("topology"), run_id=run_id,
+                     cpus=int((run.meta.get("machine") or {}).get("cpus") or 2), meta=meta,
+                     complete=run.complete)
+    writer = RunWriter(dir=copy, meta=results.read_meta(copy), _cell_dirs={})
+    for cell, source in zip(cells, sources, strict=True):  # what the lab applied per cell
+        entry = (run.meta.get("cells") or {}).get(source) or {}
+        for key in CELL_FIELDS:
+            if key in entry:
+                writer.record_cell(cell.cell_id, key, entry[key])
+    return copy

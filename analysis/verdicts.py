@@ -7,13 +7,17 @@ the run's experiment, with a small plugin that
 - keeps the claims the experiment file's `claims:` list names, in that order of findings,
 - turns each test's outcome into one verdict dict:
   {claim_id, finding, kind, title, status, line, conditions, published, source, effect,
-   tolerance, precondition, fails_when, measured, detail, note}: `line` is one sentence for
-  a slide (status word, the claim's short measured phrase, the conditions the lab changed;
-  at most LINE_LIMIT characters), `conditions` those conditions as short strings. A
-  calibration or lab check is never worded as a reproduction: its line begins "Calibration
-  holds:" / "Lab check fails:" (`status_word`), never "Reproduced:".
-An interrupted run (meta.json `complete: false`) never yields "not reproduced": a claim
-that fails on partial data is "incomplete".
+   tolerance, precondition, fails_when, measured, detail, note, cause, intervals, basis}:
+  `line` is one sentence for a slide (status word, the claim's short measured phrase - its
+  figure with the interval, which survives shortening -, the conditions the lab changed; at
+  most LINE_LIMIT characters), `conditions` those conditions as short strings, `cause` what
+  would judge a "not applicable" (`machine` | `setting`), `intervals` each judged figure's
+  interval and band (`analysis.claim.decide`), `basis` what the verdict rests on (an
+  interval's method and repetitions, or "one measurement"). A calibration or lab check is
+  never worded as a reproduction: its line begins "Calibration holds:" / "Lab check fails:"
+  (`status_word`), never "Reproduced:".
+An interrupted run (meta.json `complete: false`) never yields "not reproduced" nor
+"inconclusive": a claim that fails or cannot tell on partial data is "incomplete".
 """
 
 from __future__ import annotations
@@ -28,13 +32,17 @@ from analysis.claim import (
     CALIBRATION,
     ERROR,
     INCOMPLETE,
+    INCONCLUSIVE,
+    JUDGED,
     LAB_CHECK,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
+    ONE_MEASUREMENT,
     REGISTRY,
     REPRODUCED,
     REPRODUCTION,
     Claim,
+    Inconclusive,
     Verdict,
 )
 from analysis.rundata import NotApplicable, Run
@@ -44,10 +52,11 @@ from dnslab.experiment_spec import load_spec
 
 LINE_LIMIT = 140
 STATUS_WORD = {REPRODUCED: "Reproduced", NOT_REPRODUCED: "Not reproduced",
-               NOT_APPLICABLE: "Not applicable", INCOMPLETE: "Incomplete", ERROR: "Error"}
+               INCONCLUSIVE: "Inconclusive", NOT_APPLICABLE: "Not applicable",
+               INCOMPLETE: "Incomplete", ERROR: "Error"}
 # a check of the lab passes or fails; it reproduces nothing
 CHECK_NAME = {CALIBRATION: "Calibration", LAB_CHECK: "Lab check"}
-CHECK_WORD = {REPRODUCED: "holds", NOT_REPRODUCED: "fails"}
+CHECK_WORD = {REPRODUCED: "holds", NOT_REPRODUCED: "fails", INCONCLUSIVE: "inconclusive"}
 
 
 def status_word(status: str, kind: str = REPRODUCTION) -> str:
@@ -60,39 +69,78 @@ def status_word(status: str, kind: str = REPRODUCTION) -> str:
 
 def _shorten(text: str, room: int) -> str:
     """`text` in at most `room` characters: its longest leading run of whole clauses that
-    fits (cut before a ": ", "; " or " (" outside parentheses, else before a ", "), so a slide
-    never shows half a figure; else cut at a word boundary, an ellipsis saying so."""
+    fits (cut before a ": ", "; " or " (" outside parentheses and brackets, else before a
+    ", "), so a slide never shows half a figure nor half its interval ("[0.87, 1.37]"); else
+    cut at a word boundary, an ellipsis saying so."""
     if len(text) <= room:
         return text
-    depth, clause, comma = 0, 0, 0
+    depth, clause, comma, space = 0, 0, 0, 0
     for i, char in enumerate(text[:room + 1]):
         if char == "(":
             if i and text[i - 1] == " " and depth == 0:
                 clause = i - 1
             depth += 1
-        elif char == ")":
+        elif char == "[":
+            depth += 1
+        elif char in ")]":
             depth = max(depth - 1, 0)
         elif depth == 0 and text[i:i + 2] in (": ", "; "):
             clause = i
         elif depth == 0 and text[i:i + 2] == ", ":
             comma = i
+        if depth == 0 and char == " " and i < room:
+            space = i
     for best in (clause, comma):
         if best >= room // 3:
             return text[:best].rstrip(" ,;:")
-    cut = text[:max(room - 1, 0)]
-    if " " in cut[room // 2:]:
-        cut = cut[:cut.rfind(" ")]
+    # a word boundary outside brackets, so an interval is shown whole or not at all
+    cut = text[:space] if space else text[:max(room - 1, 0)]
     return cut.rstrip(" ,;:(") + "…"
+
+
+def essential(condition: str) -> str:
+    """A condition without its detail: the text before its first " (" outside brackets
+    ("range sized to run out at 38 s (620-628 conn/s; seed: ...)" -> "range sized to run
+    out at 38 s")."""
+    depth = 0
+    for i, char in enumerate(condition):
+        if char == "(" and depth == 0 and i and condition[i - 1] == " ":
+            return condition[:i - 1].rstrip(" ,;:")
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(depth - 1, 0)
+    return condition
 
 
 def slide_line(status: str, phrase: str | None, conditions: list[str],
                limit: int = LINE_LIMIT, kind: str = REPRODUCTION) -> str:
     """One line for a slide: "<Status>: <phrase>; <condition>; ...", at most `limit`
-    characters; the phrase gives way, never the conditions."""
+    characters. The phrase (the figure and its interval) comes first and stays whole; the
+    conditions give way first: one by one to their essential clause (`essential`; the one
+    with the most detail first), then, in their order, those that no longer fit go whole.
+    Only a phrase too long for the line alone is cut, by whole clauses."""
     head = f"{status_word(status, kind)}: "
-    room = limit - len(head) - sum(len(c) + 2 for c in conditions)
-    parts = [_shorten(phrase, room)] if phrase and room > 1 else []
-    return head + "; ".join(parts + conditions)
+    parts = [phrase] if phrase else []
+
+    def line(shown: list[str]) -> str:
+        return head + "; ".join(parts + shown)
+
+    shown = list(conditions)
+    # the condition with the most detail first, until the line fits
+    for i in sorted(range(len(shown)), key=lambda i: len(essential(shown[i])) - len(shown[i])):
+        if len(line(shown)) <= limit:
+            return line(shown)
+        shown[i] = essential(shown[i])
+    if len(line(shown)) <= limit:
+        return line(shown)
+    if len(line([])) > limit:  # the phrase alone is too long: cut by whole clauses
+        parts = [_shorten(phrase or "", limit - len(head))]
+    kept: list[str] = []  # in their order, each that still fits
+    for text in shown:
+        if len(line([*kept, text])) <= limit:
+            kept.append(text)
+    return line(kept)
 
 
 def _phrase(record: Verdict | None, detail: str) -> str:
@@ -162,12 +210,17 @@ class ClaimsPlugin:
             return
         record = self._records.get(item.nodeid)
         exc = call.excinfo.value if call.excinfo else None
+        cause = None
         if exc is None:
             status, detail = REPRODUCED, ""
         elif isinstance(exc, AssertionError):
             status, detail = NOT_REPRODUCED, _first_line(exc)
-        elif isinstance(exc, NotApplicable) or report.skipped:
-            status, detail = NOT_APPLICABLE, _first_line(exc)
+        elif isinstance(exc, Inconclusive):
+            status, detail = INCONCLUSIVE, _first_line(exc)
+        elif isinstance(exc, NotApplicable):
+            status, detail, cause = NOT_APPLICABLE, _first_line(exc), exc.cause
+        elif report.skipped:  # a pytest skip states no cause: counted as unclassified
+            status, detail = NOT_APPLICABLE, _first_line(exc) if exc else "skipped"
             if detail.startswith("Skipped: "):
                 detail = detail[len("Skipped: "):]
         elif isinstance(exc, LabError):
@@ -176,10 +229,15 @@ class ClaimsPlugin:
             status, detail = ERROR, f"{type(exc).__name__}: {_first_line(exc)}"
         notes = list(record.notes) if record else []
         conditions = list(record.conditions) if record else []
+        intervals = list(record.intervals) if record else []
+        basis = record.basis if record and record.basis else None
+        if basis is None and status in JUDGED:
+            basis = ONE_MEASUREMENT
         phrase = _phrase(record, detail)
-        if not self.the_run.complete and status in (NOT_REPRODUCED, ERROR, NOT_APPLICABLE):
+        if not self.the_run.complete and status in (NOT_REPRODUCED, INCONCLUSIVE, ERROR,
+                                                    NOT_APPLICABLE):
             notes.insert(0, f"run interrupted (meta.json complete=false); was {status}: {detail}")
-            status, detail = INCOMPLETE, ""
+            status, detail, cause = INCOMPLETE, "", None
         elif not self.the_run.complete:
             notes.insert(0, "run interrupted (meta.json complete=false)")
         self.verdicts[spec.id] = {
@@ -199,6 +257,9 @@ class ClaimsPlugin:
             "fails_when": spec.fails_when,
             "detail": "; ".join([d for d in [detail, *notes] if d]),
             "note": spec.note,
+            "cause": cause,
+            "intervals": intervals,
+            "basis": basis,
         }
 
 

@@ -28,6 +28,8 @@ import numpy as np
 from analysis.claim import (
     CALIBRATION,
     DIRECTIONAL,
+    MACHINE,
+    SETTING,
     TWO_SIDED,
     Verdict,
     claim,
@@ -66,7 +68,8 @@ def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
         if all(found):
             return [f[0] for f in found]
     wanted = ", ".join(f"records={r}/tuning={t}" for r, t in pairs)
-    not_applicable(f"no server with cells {wanted} (servers: {', '.join(servers) or 'none'})")
+    not_applicable(f"no server with cells {wanted} (servers: {', '.join(servers) or 'none'})",
+                   cause=SETTING)
 
 
 SEED_STEP_QPS, SEED_STEP_S = 1000, 60  # the seed's stair: +1,000 qps every minute
@@ -92,23 +95,24 @@ def _judged_stair(run: Run, cell: Cell, max_step: float) -> tuple[Stair, float]:
     name = label(cell)
     st = stair(cell)
     cap = st.capacity
-    require(cap is not None, f"{name}: no stair step passed", "a lower STAIR_START")
+    require(cap is not None, f"{name}: no stair step passed", "a lower STAIR_START", cause=SETTING)
     assert cap is not None
     step = st.step or cap
     require(step <= max_step * cap,
             f"{name}: step {step:,.0f} qps = {step / cap:.0%} of capacity {cap:,.0f} "
-            "(the ratio is quantised)", f"STAIR_STEP <= {max_step:.0%} of the capacity")
+            "(the ratio is quantised)", f"STAIR_STEP <= {max_step:.0%} of the capacity",
+            cause=SETTING)
     require(cap < st.top_rate, f"{name}: passed every step up to {st.top_rate:,.0f} qps "
-            "(capacity is only a lower bound)", "a higher STAIR_STOP")
+            "(capacity is only a lower bound)", "a higher STAIR_STOP", cause=SETTING)
     failed = st.first_failure_above(cap)
     if failed is not None and "offered_qps" in failed.index:
         offered, target = float(failed["offered_qps"]), float(failed["target_qps"])
         require(offered >= MIN_OFFERED * target,
                 f"{name}: the generator offered {offered:,.0f} of {target:,.0f} qps at the "
                 "first failing step (it fell behind, not the server)",
-                "the load generator on cores of its own")
+                "the load generator on cores of its own", cause=MACHINE)
     require_below_ceiling(run, cell, cap, f"{name}: capacity",
-                          "the load generator on more or faster cores")
+                          "the load generator on more or faster cores", cause=MACHINE)
     return st, cap
 
 
@@ -127,7 +131,7 @@ def test_tcp_share(run: Run, verdict: Verdict, points: float) -> None:
     cell = _cell(run, "after", "untuned")
     truncating = run.params.get("truncating")
     require(truncating is not None, "no 'truncating' parameter in the run",
-            "a tcp-fallback run (its mix parameter)")
+            "a tcp-fallback run (its mix parameter)", cause=SETTING)
     predicted = float(truncating) / (1 + float(truncating))
     st = stair(cell)
     row = st.at(st.capacity) if st.capacity is not None else st.rows.iloc[0]
@@ -159,7 +163,7 @@ def _seed_capacity(run: Run, cell: Cell, max_step: float) -> float:
     _judged_stair(run, cell, max_step)
     found = seed_capacity(cell)
     if found.qps is None:
-        require(False, _capacity_unmet(found), found.remedy)
+        require(False, _capacity_unmet(found), found.remedy, cause=SETTING)
     assert found.qps is not None
     return found.qps
 
@@ -251,20 +255,21 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
                 f"{label(cell)} CPU-bound: {share or 0:.0f} % CPU at its {at:,.0f} qps "
                 f"capacity (seed: {SEED_CPU_PCT:.0f} % at 18,000 qps, limited by buffers and "
                 "queues)", "a server with CPU to spare at its capacity (more or faster cores "
-                "for it: SERVER_CPUS)")
+                "for it: SERVER_CPUS)", cause=MACHINE)
     untuned = _seed_capacity(run, cells[0], max_step)
     tuned = _seed_capacity(run, cells[1], max_step)
     cpu = {name: server_cpu(cell, rate) for name, cell, rate in
            (("untuned", cells[0], untuned), ("tuned", cells[1], tuned))}
     require(None not in cpu.values(), f"{cells[0].params.get('server')}: the server's CPU at "
-            "the capacity was not recorded", "a run that records the server's CPU per step")
+            "the capacity was not recorded", "a run that records the server's CPU per step",
+            cause=SETTING)
     for name, cell, rate in (("tuned", cells[1], tuned), ("untuned", cells[0], untuned)):
         share = float(cpu[name] or 0.0)
         require(share < cpu_bound,
                 f"{label(cell)} CPU-bound: {share:.0f} % CPU at its {rate:,.0f} qps capacity "
                 f"(seed: {SEED_CPU_PCT:.0f} % at 18,000 qps, limited by buffers and queues)",
                 "a server with CPU to spare at its capacity (more or faster cores for it: "
-                "SERVER_CPUS)")
+                "SERVER_CPUS)", cause=MACHINE)
     ratio = tuned / untuned
     verdict.measured = (f"{cells[0].params.get('server')}: {untuned:,.0f} -> {tuned:,.0f} qps "
                         f"({ratio:.2f}x), both held the burst; CPU {cpu['untuned']:.0f} % -> "
@@ -310,7 +315,8 @@ def test_not_cpu_bound(run: Run, verdict: Verdict, max_cpu: float, cpu_bound: fl
         if cpu > max_cpu:
             failed.append(f"{label(cell)}: {cpu:.0f} % CPU at its capacity{bound}")
     unmet.sort(key=lambda u: "CPU-bound" not in u[0])  # a CPU-bound server said first
-    require(bool(parts), "; ".join(u for u, _ in unmet), unmet[0][1] if unmet else "")
+    require(bool(parts), "; ".join(u for u, _ in unmet), unmet[0][1] if unmet else "",
+            cause=SETTING)
     verdict.measured = "; ".join(parts)
     verdict.phrase = f"CPU at capacity {', '.join(shown)} (seed: {SEED_CPU_PCT:.0f} %)"
     if unmet:
@@ -344,24 +350,26 @@ def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
     untuned_cell, tuned_cell = _cells(run, ("after", "untuned"), ("after", "tuned"))
     untuned, tuned = stair(untuned_cell), stair(tuned_cell)
     require(untuned.capacity is not None, f"{label(untuned_cell)}: no stair step passed",
-            "a lower STAIR_START")
+            "a lower STAIR_START", cause=SETTING)
     assert untuned.capacity is not None
     failing = untuned.first_failure_above(untuned.capacity)
     require(failing is not None, f"{label(untuned_cell)}: no failing step above its "
-            f"{untuned.capacity:,.0f} qps capacity", "a higher STAIR_STOP")
+            f"{untuned.capacity:,.0f} qps capacity", "a higher STAIR_STOP", cause=SETTING)
     assert failing is not None
     rate = float(failing["target_qps"])
     seen = symptoms(failing)
     require(seen is not None, f"{label(untuned_cell)}: the step at {rate:,.0f} qps did not "
             "record listen-queue drops and receive-buffer errors",
-            "a run that counts ListenOverflows, ListenDrops and RcvbufErrors per step")
+            "a run that counts ListenOverflows, ListenDrops and RcvbufErrors per step",
+            cause=SETTING)
     assert seen is not None
     held = tuned.rows[tuned.rows["passed"] & (tuned.rows["target_qps"].astype(float) >= rate)]
     require(not held.empty, f"{label(tuned_cell)}: passed no step at or above {rate:,.0f} qps "
-            "(where the untuned stair failed)", "a tuned stair that runs past that rate")
+            "(where the untuned stair failed)", "a tuned stair that runs past that rate",
+            cause=SETTING)
     counted = [symptoms(row) for _, row in held.iterrows()]
     require(all(c is not None for c in counted), f"{label(tuned_cell)}: steps without the "
-            "queue counters", "a run that counts them per step")
+            "queue counters", "a run that counts them per step", cause=SETTING)
     per_step = {k: sum(c[k] for c in counted if c) / len(counted) for k in seen}
     before_total = sum(seen.values())
     after_total = sum(per_step.values())
@@ -400,7 +408,8 @@ def test_answer_growth(run: Run, verdict: Verdict, low: float, high: float) -> N
         cells = [c for c in run.cells_where(server="bind916", records=records)
                  if c.figure("tac_tcp_size", optional=True) is not None]
         require(bool(cells), f"no bind916 cell with records={records} and its answer sizes",
-                "SERVERS=...,bind916 with RECORDS=before,after (needs `make images`)")
+                "SERVERS=...,bind916 with RECORDS=before,after (needs `make images`)",
+                cause=SETTING)
         sizes[records] = {"sent": float(cells[0].figure("tac_tcp_size")),
                           "model": float(cells[0].figure("tac_model_size"))}
     growth = {k: sizes["after"][k] / sizes["before"][k] for k in ("sent", "model")}
@@ -453,7 +462,7 @@ def test_latency_grows(run: Run, verdict: Verdict, low: float, high: float, top:
         require(known.size > 0 and known.min() <= rate <= known.max(),
                 f"{label(before_cell)} passed no steps around {rate:,.0f} qps (its capacity "
                 f"{before.capacity or 0:,.0f})", "a before stair that runs through the after "
-                "capacity (STAIR_START)")
+                "capacity (STAIR_START)", cause=SETTING)
     parts, ratios, failed = [], [], []
     for rate in rates:
         row = after.at(rate)
@@ -492,7 +501,7 @@ def test_latency_grows(run: Run, verdict: Verdict, low: float, high: float, top:
 )
 def test_cache_onset(run: Run, verdict: Verdict, max_over: float) -> None:
     if not run.cells:
-        not_applicable("no cells in this run")
+        not_applicable("no cells in this run", cause=SETTING)
     parts = []
     for cell in run.cells:
         size = float(cell.figure("cache_size"))
@@ -573,7 +582,7 @@ def test_function_sync(run: Run, verdict: Verdict) -> None:
         if not passed:
             failures.append(f"{name}: the load failed during the changes")
     require(bool(judged), "; ".join(u for u, _ in unmet) or "the run has no function test",
-            unmet[0][1] if unmet else "FUNCTION_S=60 with BURST_S=600")
+            unmet[0][1] if unmet else "FUNCTION_S=60 with BURST_S=600", cause=SETTING)
     # every cell is measured before the verdict: the slide shows all of them
     verdict.measured = "; ".join(parts)
     verdict.phrase = (f"{sum(int(c.figure('function_synced')) for c in judged)} of "
@@ -638,7 +647,7 @@ def test_full_answer(run: Run, verdict: Verdict, band: float) -> None:
     cells = [c for c in run.cells_where(server="bind916", records="after")
              if c.figure("tac_tcp_size", optional=True) is not None]
     require(bool(cells), "no bind916 cell with the new records and its answer sizes",
-            "SERVERS=...,bind916 (needs `make images`)")
+            "SERVERS=...,bind916 (needs `make images`)", cause=SETTING)
     parts, off = [], []
     for cell in cells:
         sent = int(cell.figure("tac_tcp_size"))

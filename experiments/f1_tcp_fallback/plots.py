@@ -18,7 +18,7 @@ from matplotlib.ticker import PercentFormatter
 
 from analysis import derived, style
 from analysis.plots import latency, plot
-from analysis.rundata import NotApplicable, Run
+from analysis.rundata import SETTING, NotApplicable, Run
 from dnslab.errors import LabError
 from experiments.f1_tcp_fallback.stairs import SEED_MAX_TAT_MS
 
@@ -26,7 +26,7 @@ from experiments.f1_tcp_fallback.stairs import SEED_MAX_TAT_MS
 def _fallback_cells(run: Run) -> list:
     cells = [c for c in run.cells if "records" in c.params and "tuning" in c.params]
     if not cells:
-        raise NotApplicable("no cells with params records and tuning")
+        raise NotApplicable("no cells with params records and tuning", cause=SETTING)
     return cells
 
 
@@ -261,7 +261,7 @@ def response_sizes(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     bars = [b for b in bars if any(c.figure(f"{b[0]}_{b[1]}_size", optional=True) is not None
                                    for c in pairs.values())]
     if not bars:
-        raise NotApplicable("no cell measured its answer sizes")
+        raise NotApplicable("no cell measured its answer sizes", cause=SETTING)
     width = 0.8 / len(bars)
     for j, (kind, source, label) in enumerate(bars):
         xs, ys = [], []

@@ -16,9 +16,21 @@ measured the generator, not dnsdist: both make the qps claim "not applicable".
 
 from __future__ import annotations
 
-from analysis.claim import DIRECTIONAL, TWO_SIDED, Verdict, claim, not_applicable, require
+from analysis.claim import (
+    DIRECTIONAL,
+    MACHINE,
+    SETTING,
+    TWO_SIDED,
+    Judged,
+    Verdict,
+    claim,
+    decide,
+    not_applicable,
+    require,
+)
 from analysis.derived import GENERATOR_BOUND_SHARE, generator_ceiling, require_below_ceiling
 from analysis.rundata import Cell, Run
+from analysis.stats import ratio_of_medians_interval
 
 SOURCE = "seed 001, the 1-listener and 8-listener dnsperf runs (8 vCPU, 1,000 workers)"
 SEED_CORES = 8
@@ -35,7 +47,7 @@ def cores_condition(run: Run, verdict: Verdict, cell: Cell) -> None:
 def _pair(run: Run) -> tuple[Cell, Cell]:
     base = run.cells_where(variant="untuned") or run.cells_where(variant="baseline")
     if not base:
-        not_applicable("no untuned (baseline) cell in this run")
+        not_applicable("no untuned (baseline) cell in this run", cause=SETTING)
     return base[0], run.cell(variant="tuned")
 
 
@@ -60,10 +72,10 @@ def _not_generator_limited(run: Run, cell: Cell) -> float:
     require(not (closed_loop and ceiling is not None and qps > ceiling),
             f"{cell.label} answered {qps:,.0f} qps, more than the ceiling cell's sink "
             f"({ceiling or 0:,.0f} qps): that is the sink's limit, the generator's own is "
-            "not measured", "GENERATOR=kxdpgun (its ceiling is the rate it sent)")
+            "not measured", "GENERATOR=kxdpgun (its ceiling is the rate it sent)", cause=SETTING)
     require_below_ceiling(run, cell, qps, f"{cell.label} answered",
                           "the load generator on cores of its own, or an open-loop flood "
-                          "generator")
+                          "generator", cause=MACHINE)
     return qps
 
 
@@ -72,13 +84,16 @@ def _not_generator_limited(run: Run, cell: Cell) -> float:
     title="One reusePort listener per core roughly doubles dnsdist's qps",
     published="1 listener ~220-232k qps -> 8 reusePort listeners 417-445k qps (~1.9x)",
     source=SOURCE, effect=TWO_SIDED,
-    tolerance="qps(tuned)/qps(untuned) between {low}x and {high}x",
+    tolerance="qps(tuned)/qps(untuned) between {low}x and {high}x (where the run kept each "
+              "trial's qps: the ratio of medians' 95 % bootstrap interval over the trials, one "
+              "across an edge inconclusive)",
     precondition="the tuned front-end has >= {min_listeners} listeners on as many cores of "
                  "its own (the seed's 8 vCPU; its recorded CPU set, else the machine's cores "
                  "but the generator's one), and neither variant is within "
                  "{bound:.0%} of the generator's ceiling measured in the run",
     fails_when="the gain is below {low}x (no scaling) or above {high}x",
     limits={"low": 1.5, "high": 2.5, "min_listeners": 8, "bound": GENERATOR_BOUND_SHARE},
+    interval=True,
 )
 def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_listeners: int,
                   bound: float) -> None:
@@ -88,14 +103,33 @@ def test_qps_gain(run: Run, verdict: Verdict, low: float, high: float, min_liste
     cores = _frontend_cores(run, tuned)
     require(listeners >= min_listeners and cores >= min_listeners,
             f"the tuned front-end had {listeners} listener(s) on {cores} core(s) of its own",
-            f"a machine with >= {min_listeners} cores for dnsdist besides the generator's")
+            f"a machine with >= {min_listeners} cores for dnsdist besides the generator's",
+            cause=MACHINE)
     b = _not_generator_limited(run, base)
     t = _not_generator_limited(run, tuned)
-    require(b > 0, "the untuned front-end answered nothing", "see the untuned cell's logs")
+    require(b > 0, "the untuned front-end answered nothing", "see the untuned cell's logs",
+            cause=SETTING)
     verdict.measured = f"{b:,.0f} -> {t:,.0f} qps ({t / b:.2f}x) with {listeners} listeners"
+    tops, bottoms = trial_qps(tuned), trial_qps(base)
+    if len(tops) > 1 and len(bottoms) > 1:  # the variants' trials: the ratio's interval
+        figure = Judged("tuned/untuned", ratio_of_medians_interval(tops, bottoms).of("trials"),
+                        low=low, high=high, unit="x")
+        verdict.phrase = (f"{b / 1000:,.0f}k -> {t / 1000:,.0f}k qps ({figure.value()}), "
+                          f"{listeners} listeners")
+        decide(verdict, figure)
+        return
     verdict.phrase = (f"{b / 1000:,.0f}k -> {t / 1000:,.0f}k qps ({t / b:.1f}x), "
                       f"{listeners} listeners")
     assert low <= t / b <= high, f"tuned/untuned {t / b:.2f}x"
+
+
+def trial_qps(cell: Cell) -> list[float]:
+    """A variant's answered qps in each of its trials (`trials.csv`), where the run kept
+    them; else none (the cell's figure is then one measurement)."""
+    if not cell.has("trials.csv"):
+        return []
+    trials = cell.csv("trials.csv")
+    return [float(v) for v in trials["qps"]] if "qps" in trials.columns else []
 
 
 def _offered(cell: Cell) -> float:
@@ -147,18 +181,19 @@ def test_failures_drop(run: Run, verdict: Verdict, max_tuned: float,
             f"untuned answered {qb:,.0f} of {offered_b:,.0f} qps offered ({share:.0%}): its "
             f"{b:,.0f} failed/s are the load's excess over its capacity",
             "a load the untuned front-end carries (FLOOD_QPS below its capacity, or "
-            "GENERATOR=dnsperf)")
+            "GENERATOR=dnsperf)", cause=SETTING)
     require(b >= min_untuned, f"untuned failed {b:,.1f} queries/s: nothing to remove",
-            "a flood that overloads one listener (more clients or outstanding queries)")
+            "a flood that overloads one listener (more clients or outstanding queries)",
+            cause=SETTING)
     require(qt >= min_load * qb, f"tuned answered {qt:,.0f} qps against untuned {qb:,.0f}: "
-            "fewer failures from less work", "the same flood on both variants")
+            "fewer failures from less work", "the same flood on both variants", cause=SETTING)
     if tuned.params.get("generator") == "kxdpgun":
         trials = tuned.csv("trials.csv", ("offered_qps", "qps"))
         offered, answered = float(trials["offered_qps"].median()), float(trials["qps"].median())
         require(answered >= carried * offered,
                 f"the open-loop flood offered {offered:,.0f} qps and the tuned front-end "
                 f"answered {answered:,.0f} ({answered / offered:.0%})",
-                "FLOOD_QPS at most the tuned front-end's rate, or GENERATOR=dnsperf")
+                "FLOOD_QPS at most the tuned front-end's rate, or GENERATOR=dnsperf", cause=SETTING)
     failed_share = b / offered_b
     low, high = SEED_FAILED_SHARE[0], SEED_FAILED_SHARE[1]
     verdict.measured = (f"{b:,.1f} -> {t:,.1f} failed/s; untuned failed {failed_share:.3%} of "

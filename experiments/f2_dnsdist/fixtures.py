@@ -25,12 +25,13 @@ def flood_trials(offered: float, answered: float, seconds: float = 20.0
 def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | None = 1e6,
                 listeners: int = 8, untuned_fail: float = 100.0, tuned_fail: float = 0.0,
                 generator: str = "dnsperf", flood_qps: float | None = None,
-                histograms: bool = False, trials_per_cell: int = 5, **kwargs: Any) -> Path:
+                histograms: bool = False, trials_per_cell: int = 5, spread: float = 0.0,
+                **kwargs: Any) -> Path:
     """dnsdist-listeners: `generator=dnsperf` (closed loop, the ceiling is the sink's
     answered qps) or `kxdpgun` (open loop at `flood_qps`, default the ceiling: the ceiling is
     the rate it sent; each variant answers its qps and fails the rest). `histograms`
     (dnsperf): `trials_per_cell` trials each with its latency histogram, as LATENCY_HISTOGRAM
-    gives the procedure."""
+    gives the procedure, their qps spread by `spread` (relative) around the variant's."""
     # the procedure's placement: the generator on one core, dnsdist on the others
     server_cores = max(int(kwargs.get("cpus", 2)) - 1, 1)
 
@@ -40,7 +41,7 @@ def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | No
     def trials(answered: float, failures: float = 0.0
                ) -> dict[str, tuple[list[str], list[list[Any]]]]:
         if generator == "dnsperf" and histograms:
-            return dnsperf_trials(answered, failures, trials_per_cell)
+            return dnsperf_trials(answered, failures, trials_per_cell, spread=spread)
         if generator != "kxdpgun":
             return {}
         return flood_trials(flood_qps or ceiling or answered, answered)
@@ -67,7 +68,8 @@ def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | No
 
 
 def dnsperf_trials(answered: float, failures: float, trials: int, seconds: float = 20.0,
-                   outstanding: int = 1000) -> dict[str, tuple[list[str], list[list[Any]]]]:
+                   outstanding: int = 1000, spread: float = 0.0
+                   ) -> dict[str, tuple[list[str], list[list[Any]]]]:
     """dnsperf's trials of a closed-loop variant: `trials.csv` and per trial the answers'
     latency histogram (dnsperf -v's bins, upper edges in s): `outstanding` queries in flight
     wait outstanding / qps in the queue (Little's law), with a tail of drops retried by no
@@ -83,7 +85,8 @@ def dnsperf_trials(answered: float, failures: float, trials: int, seconds: float
         sample = rng.gamma(4.0, queue_ms / 4.0, 20000)
         counts, _ = np.histogram(sample / 1000.0, bins=edges)
         counts = np.round(counts * answered * seconds / len(sample)).astype(int)
-        rows.append([trial, answered, int(answered * seconds) + lost, lost])
+        qps = answered * (1 + spread * float(rng.standard_normal())) if spread else answered
+        rows.append([trial, round(qps, 1), int(qps * seconds) + lost, lost])
         files[f"latency-{trial}.csv"] = (["upper_s", "count"], [
             [f"{edge:.6g}", int(n)] for edge, n in
             zip([*LATENCY_BINS, float("inf")], counts, strict=True)])

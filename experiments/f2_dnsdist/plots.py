@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 
 from analysis import style
 from analysis.plots import latency, plot
-from analysis.rundata import NotApplicable, Run
+from analysis.rundata import SETTING, NotApplicable, Run
 
 
 @plot("dnsdist_qps", title="dnsdist answered queries per second by variant",
@@ -16,7 +16,7 @@ from analysis.rundata import NotApplicable, Run
 def dnsdist_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = run.cells_where(variant="*") or run.cells_where(profile="*")
     if not cells:
-        raise NotApplicable("no cells with a variant or profile param")
+        raise NotApplicable("no cells with a variant or profile param", cause=SETTING)
     labels = [str(c.params.get("variant", c.params.get("profile"))) for c in cells]
     values = [float(c.figure("qps")) for c in cells]
     failures = [float(c.figure("failures_per_s", optional=True) or 0) for c in cells]
@@ -101,7 +101,7 @@ def dnsdist_latency(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     if not series:
         generator = str(run.params.get("generator") or "?")
         raise NotApplicable(f"no latency kept ({generator}): GENERATOR=dnsperf "
-                            "LATENCY_HISTOGRAM=true keeps dnsperf's")
+                            "LATENCY_HISTOGRAM=true keeps dnsperf's", cause=SETTING)
     timeout = float(run.params.get("timeout_s") or 0) * 1000 or None
     colours = [style.MUTED if label == "ceiling" else colour for (label, _), colour
                in zip(series, style.colors_for([label for label, _ in series]), strict=True)]

@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 
 from analysis import synthetic
-from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from analysis.claim import (
+    ABSENT,
+    PRESENT,
+    REVERSED,
+    STRADDLES,
+    UNMET,
+    UNMET_MACHINE,
+    UNMET_SETTING,
+)
 from experiments.f3_xfr import fixtures as f3_fx
 
 # --- builders: root -> run folder ---------------------------------------------------------------
@@ -97,18 +105,32 @@ def seed_range(*cells: synthetic.CellData) -> Callable[[Path], Path]:
 
 def xot(tls_conns: float = 0.01, tls_rate: float = 500.0, tls: bool = True,
         tcp_rates: tuple[float, ...] = (400.0,), tls_rates: tuple[float, ...] = (),
-        zones: int = 3000) -> Callable[[Path], Path]:
+        zones: int = 3000, tcp_first: bool = False) -> Callable[[Path], Path]:
     """wide-ports cold starts of `zones` over TCP (one connection per zone) and TLS, one pair
-    per repetition: TCP at `tcp_rates`, TLS at `tls_rates` (else `tls_rate` in each)."""
-    cells = []
+    per repetition: TCP at `tcp_rates`, TLS at `tls_rates` (else `tls_rate` in each), each
+    repetition's pair back to back (the procedure's order), or every TCP cold start first
+    (`tcp_first`: run 2712's order, whose pairs are no pairs)."""
+    tcp_cells, tls_cells = [], []
     for rep, tcp_rate in enumerate(tcp_rates):
         ends = {"profile": "wide-ports", "rep": rep, "primary": "bind", "secondary": "bind"}
-        cells.append(f3_fx.fluid_cell({**ends, "transport": "tcp"}, 63453, tcp_rate, zones))
+        tcp_cells.append(f3_fx.fluid_cell({**ends, "transport": "tcp"}, 63453, tcp_rate, zones))
         if tls:
-            cells.append(f3_fx.fluid_cell({**ends, "transport": "tls"}, 63453,
-                                          tls_rates[rep] if tls_rates else tls_rate, zones,
-                                          conns_per_zone=tls_conns))
+            tls_cells.append(f3_fx.fluid_cell({**ends, "transport": "tls"}, 63453,
+                                              tls_rates[rep] if tls_rates else tls_rate, zones,
+                                              conns_per_zone=tls_conns))
+    cells = (tcp_cells + tls_cells if tcp_first else
+             [c for pair in zip(tcp_cells, tls_cells or [None] * len(tcp_cells), strict=True)
+              for c in pair if c is not None])
     return lambda root: f3_fx.xfr_30k(root, cells)
+
+
+def failure_spread(sim_ports: tuple[int, ...]) -> Callable[[Path], Path]:
+    """Default cold starts over TCP, one per repetition, whose 100 ports read back ran out
+    when the kernel's real range (`sim_ports`, >= 100) was full: the first failure at about
+    sim_ports / 100 of the port arithmetic's time, a different one in each repetition."""
+    return xfr(*[f3_fx.xfr_cell("default", 100, sim_ports=sim, seed=1,
+                                extra={"transport": "tcp", "rep": rep})
+                 for rep, sim in enumerate(sim_ports)])
 
 
 CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
@@ -123,7 +145,13 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F3.default.failure-time", PRESENT, GOOD),
     ("F3.default.failure-time", ABSENT, NO_TW),
     ("F3.default.failure-time", REVERSED, EARLY),
-    ("F3.default.failure-time", UNMET, WIDE),
+    ("F3.default.failure-time", UNMET_SETTING, WIDE),
+    # three repetitions that ran out at 1.0x, 1.25x and 1.45x the port arithmetic's time
+    # (spread like runs 2712 / 8f88 / 47d8's 27-57 s): their mean's t interval cannot tell
+    # whether the first failure comes when the ports are used up
+    ("F3.default.failure-time", STRADDLES, failure_spread((100, 125, 145))),
+    # ... three that agree: the interval lies in the band
+    ("F3.default.failure-time", PRESENT, failure_spread((100, 102, 104))),
     # passed by accident before: 50 ports used up in ~3 s, where the 1 Hz monitor's +-1 s
     # makes the band 0-5 s: a failure at the start passes (CI's 250 ports ran out in 0.6 s)
     ("F3.default.failure-time", UNMET, xfr(std("default", ports=50, rate=15.0),
@@ -147,8 +175,9 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F3.seed-range.exhaustion", PRESENT, seed_range(f3_fx.seed_calibration_cell(750))),
     ("F3.seed-range.exhaustion", ABSENT, seed_range(f3_fx.seed_calibration_cell(
         750, tw_lifetime=5.0))),
-    ("F3.seed-range.exhaustion", UNMET, seed_range(f3_fx.seed_calibration_cell(447))),
-    ("F3.seed-range.exhaustion", UNMET, GOOD),  # no cell ran the seed's range
+    # a machine that opens 447 connections/s cannot fill 28,232 ports in 60 s
+    ("F3.seed-range.exhaustion", UNMET_MACHINE, seed_range(f3_fx.seed_calibration_cell(447))),
+    ("F3.seed-range.exhaustion", UNMET_SETTING, GOOD),  # no cell ran the seed's range
     # XoT vs TCP: mean time per zone (reuse only reported)
     ("F3.xot.not-slower", PRESENT, xot()),
     ("F3.xot.not-slower", PRESENT, xot(tls_conns=1.0, tls_rate=400)),  # as fast, no reuse
@@ -156,15 +185,26 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     # the connection reuse the old rule added to the seed's statement
     ("F3.xot.not-slower", PRESENT, xot(tls_conns=1.0, tls_rate=500)),
     # failed by accident before (run 2712's shape): repetitions paired by number, one fast
-    # TCP cold start (43 s against 51 and 53 s) read as "XoT 1.28x"; the means are 1.07x
-    ("F3.xot.not-slower", PRESENT, xot(tls_conns=1.0, tcp_rates=(693, 587, 565),
-                                       tls_rates=(542, 598, 566), zones=30000)),
-    # XoT slower in the mean although one repetition pair reads 0.98x
-    ("F3.xot.not-slower", ABSENT, xot(tls_conns=1.0, tcp_rates=(400, 400, 400),
-                                      tls_rates=(410, 300, 290))),
+    # TCP cold start (43 s against 51 and 53 s) read as "XoT 1.28x"; the means are 1.07x,
+    # then "reproduced" on its point, where 3 unpaired cold starts a side cannot tell 1.07x
+    # from the 1.10x edge (its Fieller interval 0.87-1.37x): the next run read 1.24x
+    ("F3.xot.not-slower", STRADDLES, xot(tls_conns=1.0, tcp_rates=(693, 587, 565),
+                                         tls_rates=(542, 598, 566), zones=30000,
+                                         tcp_first=True)),
+    # XoT slower in the mean although one repetition pair reads 0.98x: 1.21x, but its pairs
+    # spread 0.98-1.38x, so the interval reaches below the edge
+    ("F3.xot.not-slower", STRADDLES, xot(tls_conns=1.0, tcp_rates=(400, 400, 400),
+                                         tls_rates=(410, 300, 290))),
+    # run 8f88's shape (back to back, every pair 1.19-1.27x): slower, its interval above 1.10x
+    ("F3.xot.not-slower", ABSENT, xot(tls_conns=1.0, zones=30000,
+                                      tcp_rates=(30000 / 51.1, 30000 / 52.6, 30000 / 42.3),
+                                      tls_rates=(30000 / 64.0, 30000 / 66.9, 30000 / 50.3))),
+    # three repetitions of XoT ~1.3x slower, each pair alike
+    ("F3.xot.not-slower", ABSENT, xot(tls_conns=1.0, tcp_rates=(400, 410, 390),
+                                      tls_rates=(300, 310, 290))),
     ("F3.xot.not-slower", REVERSED, xot(tls_rate=200)),  # twice TCP's time
     ("F3.xot.not-slower", ABSENT, xot(tls_rate=340)),  # 1.18x TCP's time
-    ("F3.xot.not-slower", UNMET, xot(tls=False)),
+    ("F3.xot.not-slower", UNMET_SETTING, xot(tls=False)),
     # F3, other experiments
     ("F3.tld.repeatable", PRESENT, tld(STEADY)),
     ("F3.tld.repeatable", ABSENT, tld([*STEADY[:9], 29.0])),
@@ -190,7 +230,10 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                   messages=60_000)),
     ("F3.tld.size", UNMET, tld(STEADY, bytes_=4_466_000, messages=364)),  # 140,000 records
     ("F3.tld.size", UNMET, tld(STEADY, records=14_000_001)),  # sizes not logged
-    ("F3.smallest.delay", PRESENT, smallest([0.02, -0.03, 0.01])),
+    ("F3.smallest.delay", PRESENT, smallest([0.02, 0.001, 0.01])),
+    # its median +0.010 s was "reproduced", but one AXFR took -0.030 s by a log with +-0.001 s:
+    # the median's interval reaches below the -3x-error edge
+    ("F3.smallest.delay", STRADDLES, smallest([0.02, -0.03, 0.01])),
     ("F3.smallest.delay", ABSENT, smallest([3.0, 2.9, 3.2])),
     ("F3.smallest.delay", UNMET, smallest([0.02, 0.01], log_resolution_s=None)),
     # passed by accident before (|median| <= 0.5 s): the seed's clock artefact and a delay

@@ -50,15 +50,20 @@ from analysis.claim import (
     CALIBRATION,
     DIRECTIONAL,
     LAB_CHECK,
+    MACHINE,
+    SETTING,
     TWO_SIDED,
+    Judged,
     Verdict,
     claim,
+    decide,
     fmt_s,
     not_applicable,
     require,
 )
 from analysis.derived import require_quiet
-from analysis.rundata import Cell, NotApplicable, Run
+from analysis.rundata import Cell, NotApplicable, Run, combined_cause
+from analysis.stats import mean_interval, median_interval, ratio_of_means_interval
 from dnslab.errors import LabError
 from dnslab.sysctl import load_profile
 from experiments.f3_xfr.derived import (
@@ -99,7 +104,7 @@ class Series:
         found = [c for c in self.cells if fnmatchcase(str(c.params.get("profile")), profile)]
         if not found:
             raise NotApplicable(f"no cell with profile={profile}"
-                                + (f" in {self.label}" if self.label else ""))
+                                + (f" in {self.label}" if self.label else ""), cause=SETTING)
         if len(found) > 1:
             raise LabError(f"{len(found)} cells with profile={profile}"
                            + (f" in {self.label}" if self.label else ""),
@@ -213,20 +218,24 @@ def judge(run: Run, verdict: Verdict, check: Callable[[Series], str],
     lab_conditions(run, verdict, [c for one in everything for c in one.cells
                                   if fnmatchcase(str(c.params.get("profile")), profile)],
                    sized)
-    measured, failed, unmet = [], [], []
+    measured, failed, unmet, causes = [], [], [], []
     for one in everything:
         prefix = f"{one.label}: " if one.label else ""
         try:
             measured.append(prefix + check(one))
         except NotApplicable as exc:
             unmet.append(prefix + str(exc))
+            causes.append(exc)
         except AssertionError as exc:
             measured.append(prefix + (verdict.measured or str(exc)))
             failed.append(prefix + str(exc))
         verdict.measured = None
     if not measured:
-        raise NotApplicable("; ".join(unmet) or "no cold-start cells in this run")
+        raise NotApplicable("; ".join(unmet) or "no cold-start cells in this run",
+                            cause=combined_cause(causes))
     verdict.measured = "; ".join(measured)
+    verdict.basis = (f"each of {len(measured)} series (transport and repetition) judged on "
+                     "its own" if len(measured) > 1 else None)
     if phrase is not None:
         verdict.phrase = phrase()
     if unmet:
@@ -238,7 +247,7 @@ def _exhaustible(cs: ColdStart) -> None:
     require(cs.exhaustion_predicted,
             f"at most {cs.attempts_per_tw:,.0f} connection attempts in any 60 s (peak "
             f"{cs.open_rate_per_s:,.0f}/s; {cs.zones:,} zones) < {cs.ports:,} ports",
-            SHRINK_HINT)
+            SHRINK_HINT, cause=SETTING)
 
 
 def _did_the_work(cs: ColdStart, default: ColdStart, profile: str) -> None:
@@ -247,7 +256,7 @@ def _did_the_work(cs: ColdStart, default: ColdStart, profile: str) -> None:
     require(cs.attempts_per_tw >= default.ports,
             f"{profile} made at most {cs.attempts_per_tw:,.0f} connection attempts in any "
             f"60 s, fewer than the default's {default.ports:,} ports: it could not fail",
-            "the same zone count and load as the default profile")
+            "the same zone count and load as the default profile", cause=SETTING)
 
 
 def _finite(value: object) -> bool:
@@ -267,7 +276,8 @@ def _default_failed(run: Run, one: Series) -> ColdStart:
     _, cs = _default(run, one)
     require(cs.connect_failures > 0,
             f"the default profile had no connect failures ({cs.predicted_tw_peak:,.0f} "
-            f"TIME_WAIT predicted for {cs.ports:,} ports): nothing to fix", SHRINK_HINT)
+            f"TIME_WAIT predicted for {cs.ports:,} ports): nothing to fix", SHRINK_HINT,
+            cause=SETTING)
     return cs
 
 
@@ -351,22 +361,33 @@ def test_default_connect_failures(run: Run, verdict: Verdict, min_failures: int,
               "(~740 new connections/s)",
     source=SOURCE_30K, effect=TWO_SIDED,
     tolerance="first failure within {low:.0%}-{high:.0%} of the time the secondary had "
-              "opened as many TCP connections as the range has ports (+-{slack_s} s sampling)",
+              "opened as many TCP connections as the range has ports (+-{slack_s} s sampling): "
+              "the mean of that ratio over every series, its whole 95 % t interval in the band "
+              "(an interval across an edge: inconclusive)",
     precondition="exhaustion predicted (as F3.default.tw-ceiling), and the ports took long "
                  "enough to run out for the band to be wider than the 1 Hz monitor's "
                  "+-{slack_s} s (predicted time x (1 - {low}) >= {slack_s} s)",
-    fails_when="no failure, or the first failure much earlier or later than the port "
-               "arithmetic says",
+    fails_when="no failure in a series, or the first failure's mean ratio much earlier or "
+               "later than the port arithmetic says (its whole interval outside the band)",
     limits={"low": 0.80, "high": 1.25, "slack_s": 1.0},
     note="Where the lab sized the default's range to run out at 38 s (PORT_RANGE=auto: the "
          "calibration's connections/s x 38), a first failure near 38 s partly restates that "
          "design: what this checks is the mechanism (the failure comes when the connections "
          "opened reach the range), and the verdict's line says so. Only the seed's own range "
          "(PORT_RANGE=seed) times the failure independently.",
+    interval=True,
 )
 def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: float,
                               slack_s: float) -> None:
+    """Judged on the first failure's time over the time the range was used up, averaged over
+    every series (transport and repetition) with its t interval: the three full runs of
+    2026-11-26 read 39-53 s, 36-48 s and 27-57 s, and a rule that failed on any one series
+    outside the band gave reproduced, reproduced, not reproduced for the same mechanism. A
+    series with no failure at all, or whose ports were never used up, still fails on its own
+    (the effect is absent there, whatever the others show)."""
     firsts: list[float] = []
+    ratios: list[float] = []
+    predictions: list[float] = []
     scaled = bool(range_condition(run, [c for one in series(run) for c in one.cells
                                         if c.params.get("profile") == "default"]))
 
@@ -377,24 +398,29 @@ def test_default_failure_time(run: Run, verdict: Verdict, low: float, high: floa
         predicted = time_ports_used(run, cell, cs.ports)
         verdict.measured = (f"first failure {fmt_s(first)}, {cs.ports:,} connections opened at "
                             f"{fmt_s(predicted)}")
-        if first is not None:
-            firsts.append(first)
         require(predicted is None or predicted * (1 - low) >= slack_s,
                 f"the ports ran out {fmt_s(predicted)} after start: within the 1 Hz "
                 f"monitor's +-{slack_s:.0f} s the band cannot tell a failure then from one "
-                "at the start", "a range the secondary uses up in >= 5 s (FAILURE_AT_S)")
+                "at the start", "a range the secondary uses up in >= 5 s (FAILURE_AT_S)",
+                cause=SETTING)
         assert first is not None, "no connect failure"
         assert predicted is not None, "the secondary never opened as many connections as ports"
-        lo, hi = low * predicted - slack_s, high * predicted + slack_s
-        assert lo <= first <= hi, f"first failure at {first:.1f} s, expected {lo:.1f}-{hi:.1f} s"
-        return verdict.measured or ""
+        firsts.append(first)
+        ratios.append(first / predicted)
+        predictions.append(predicted)
+        return (verdict.measured or "") + f" ({first / predicted:.2f}x)"
 
-    def phrase() -> str:
-        said = f"ran out at {_span(firsts)} s" if firsts else "no failure"
-        return f"mechanism check, {said}" if scaled else (
-            f"ports ran out {_span(firsts)} s after start" if firsts else "no failure")
-
-    judge(run, verdict, check, phrase, sized=True)
+    judge(run, verdict, check, lambda: (f"ran out at {_span(firsts)} s" if firsts
+                                         else "no failure"), sized=True)
+    # the monitor's +-1 s, in the ratio's units at the series' mean time to use up the range
+    slack = slack_s / statistics.fmean(predictions)
+    figure = Judged("first failure / ports used up", mean_interval(ratios).of("cold starts"),
+                    low=low - slack, high=high + slack, unit="x")
+    span = f"{_span(firsts)} s"
+    verdict.phrase = (f"mechanism check: first failure at {figure.value()} the time ports "
+                      f"ran out ({span})" if scaled else
+                      f"ports ran out at {figure.value()} the port arithmetic's time ({span})")
+    decide(verdict, figure)
 
 
 def seed_range_cells(run: Run) -> list[Cell]:
@@ -427,7 +453,8 @@ def test_seed_range_exhaustion(run: Run, verdict: Verdict, at_ceiling: float) ->
     28,232 ports at 447 conn/s"), which is why the default cells run a scaled range."""
     cells = seed_range_cells(run)
     if not cells:
-        not_applicable(f"no default cell ran with the seed's range {SEED_PORT_RANGE}")
+        not_applicable(f"no default cell ran with the seed's range {SEED_PORT_RANGE}",
+                       cause=SETTING)
     verdict.condition(zones_condition(cells))
     judged, unmet, failed = [], [], []
     peaks: list[float] = []
@@ -455,7 +482,7 @@ def test_seed_range_exhaustion(run: Run, verdict: Verdict, at_ceiling: float) ->
                       f"{_span(rates)} conn/s")
     require(bool(judged), "; ".join(unmet) + " (the machine cannot fill the seed's range)",
             "a machine that opens ~743 connections/s, or the scaled range of the default "
-            "cells (F3.default.*)")
+            "cells (F3.default.*)", cause=MACHINE)
     verdict.measured = "; ".join(judged + unmet)
     if unmet:
         verdict.note("not judged: " + "; ".join(unmet))
@@ -565,7 +592,7 @@ def test_tw_buckets_no_failures(run: Run, verdict: Verdict, max_failures: int) -
         require(limit < cs.ports and cs.ports == default.ports,
                 f"tcp_max_tw_buckets={limit:,} with {cs.ports:,} ports (default: "
                 f"{default.ports:,}): not the cap alone that differs",
-                "the default's port range and a cap below it")
+                "the default's port range and a cap below it", cause=SETTING)
         verdict.measured = f"{cs.connect_failures} connect failures"
         caps.append(limit)
         seen.append(cs.connect_failures)
@@ -600,7 +627,7 @@ def test_tw_buckets_capped(run: Run, verdict: Verdict, slack: float) -> None:
         node = run.node_with_role("secondary", cell)
         value = cell.sysctl(node, TW_KEY)
         require(value is not None, "tcp_max_tw_buckets not read back on the secondary",
-                "a run whose meta.json records the sysctls read back")
+                "a run whose meta.json records the sysctls read back", cause=SETTING)
         asked = run.sysctls_requested_for(cell.id).get(node, {}).get(TW_KEY)
         limit = int(str(value))
         caps.append(limit)
@@ -639,7 +666,7 @@ def _cap_that_took(run: Run, cell: Cell) -> int:
     asked = run.sysctls_requested_for(cell.id).get(node, {}).get(TW_KEY)
     require(value is not None and (asked is None or str(asked) == str(value)),
             f"tcp_max_tw_buckets read back {value}, requested {asked}",
-            "a kernel that takes the cap in the secondary's namespace")
+            "a kernel that takes the cap in the secondary's namespace", cause=MACHINE)
     return int(str(value))
 
 
@@ -661,6 +688,16 @@ def transport_pairs(run: Run) -> list[tuple[Cell, Cell]]:
     return []
 
 
+def back_to_back(run: Run, pairs: list[tuple[Cell, Cell]]) -> bool:
+    """Whether each pair's two cold starts ran one right after the other (the run's cells in
+    the order they started, calibrations aside): then a repetition's TCP and TLS times share
+    the machine's state and are compared as pairs. Run 2712 ran every TCP cell first and the
+    TLS ones ~20 minutes later: unpaired."""
+    order = [c.id for c in run.cells if c.params.get("phase") != "calibrate"]
+    return len(pairs) > 1 and all(abs(order.index(a.id) - order.index(b.id)) == 1
+                                  for a, b in pairs)
+
+
 @claim(
     "F3.xot.not-slower",
     title="XFR over TLS is not slower than over TCP",
@@ -671,14 +708,17 @@ def transport_pairs(run: Run) -> list[tuple[Cell, Cell]]:
     effect=DIRECTIONAL,
     tolerance="for the same zones and profile, XoT's mean time per zone over the run's "
               "repetitions (each cold start's time to serve them all / zones) <= "
-              "{max_time_ratio}x TCP's (10 % for the spread of a mean of cold starts); "
+              "{max_time_ratio}x TCP's (10 % for the spread of a mean of cold starts), its whole "
+              "95 % Fieller interval below that edge (paired where each repetition's TCP and "
+              "TLS cold starts ran back to back; an interval across it: inconclusive); "
               "connection reuse is reported beside it (TCP connections opened per zone), not "
               "judged: the seed asks about it, it does not state it",
     precondition="TCP and TLS cold starts of the same profile and repetitions (wide-ports, "
                  "else default), every TLS one with all zones served",
-    fails_when="XoT's mean time per zone is more than {max_time_ratio}x TCP's, or XoT does "
-               "not serve every zone",
+    fails_when="XoT's mean time per zone is more than {max_time_ratio}x TCP's (its whole "
+               "interval above), or XoT does not serve every zone",
     limits={"max_time_ratio": 1.10},
+    interval=True,
 )
 def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> None:
     """The seed's XoT remark as its chart shows it: mean transfer time, TCP vs XoT. The old
@@ -690,13 +730,17 @@ def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> No
     repetition's TCP and TLS cold starts ran ~20 minutes apart (every TCP cell first; the
     procedure now runs them back to back), so pairing them by number compared two unpaired
     samples, and one fast TCP cold start (43.3 s against 51.1 and 53.1 s) read as "XoT
-    1.28x" where the means were 1.07x."""
+    1.28x" where the means were 1.07x. Three full runs then read 1.07x, 1.24x and 1.01x
+    against the 1.10x edge: the ratio of means is judged with its Fieller interval, paired
+    when the pairs ran back to back (their covariance taken in), so a run whose three
+    repetitions cannot tell 1.07x from 1.10x says "inconclusive" with what would."""
     pairs = transport_pairs(run)
     require(bool(pairs), "no TCP and TLS cold starts of the same profile and repetition",
-            "TRANSPORTS=tcp,tls")
+            "TRANSPORTS=tcp,tls", cause=SETTING)
     lab_conditions(run, verdict, [c for pair in pairs for c in pair])
     parts, failed, reuse = [], [], []
     per_zone_s: dict[str, list[float]] = {"tcp": [], "tls": []}
+    finished: list[tuple[float, float]] = []  # (TLS, TCP) time per zone of each finished pair
     for tcp, tls in pairs:
         per_zone = {name: connections_per_zone(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
         starts = {name: cold_start(run, c) for name, c in (("tcp", tcp), ("tls", tls))}
@@ -717,27 +761,33 @@ def test_xot_not_slower(run: Run, verdict: Verdict, max_time_ratio: float) -> No
         for name in ("tcp", "tls"):
             if mean[name] is not None:
                 per_zone_s[name].append(mean[name])
+        if mean["tls"] is not None and mean["tcp"] is not None:
+            finished.append((mean["tls"], mean["tcp"]))
         if mean["tls"] is None:
             failed.append(f"{ends}: XoT did not serve every zone")
     pairs_named = ", ".join(sorted({f"{t.params.get('primary', '?')}->"
                                     f"{t.params.get('secondary', '?')}" for _, t in pairs}))
     reps = f"{len(pairs)} repetition{'s' if len(pairs) != 1 else ''}"
+    verdict.measured = "; ".join(parts)
     if not per_zone_s["tls"]:
         verdict.phrase = (f"XoT did not finish, {_span(reuse)} % of TCP's connections "
                           f"({pairs_named})")
     elif not per_zone_s["tcp"]:
         verdict.phrase = f"TCP did not finish, XoT did ({pairs_named}, {reps})"
-    else:
-        tls_mean = statistics.fmean(per_zone_s["tls"])
-        tcp_mean = statistics.fmean(per_zone_s["tcp"])
-        ratio = tls_mean / tcp_mean
-        verdict.phrase = (f"XoT {ratio:.2f}x TCP's mean time per zone over {reps} "
-                          f"({1000 * tls_mean:.2f} vs {1000 * tcp_mean:.2f} ms), "
-                          f"{_span(reuse)} % of its connections ({pairs_named})")
-        if ratio > max_time_ratio:
-            failed.append(f"XoT {ratio:.2f}x TCP's mean time per zone")
-    verdict.measured = "; ".join(parts)
     assert not failed, "; ".join(failed)
+    if not per_zone_s["tcp"]:
+        return  # XoT finished where TCP did not: not slower
+    paired = back_to_back(run, pairs) and len(finished) == len(pairs)
+    interval = (ratio_of_means_interval([a for a, _ in finished], [b for _, b in finished],
+                                        paired=True) if paired else
+                ratio_of_means_interval(per_zone_s["tls"], per_zone_s["tcp"]))
+    figure = Judged("XoT/TCP mean time per zone", interval, high=max_time_ratio, unit="x")
+    tls_mean = statistics.fmean(per_zone_s["tls"])
+    tcp_mean = statistics.fmean(per_zone_s["tcp"])
+    verdict.phrase = (f"XoT {figure.value()} TCP's mean time per zone over {reps} "
+                      f"({1000 * tls_mean:.2f} vs {1000 * tcp_mean:.2f} ms), "
+                      f"{_span(reuse)} % of its connections ({pairs_named})")
+    decide(verdict, figure)
 
 
 SEED_TLD = {"records": 14_000_000, "bytes": 691_000_000, "messages": 47_700}
@@ -778,7 +828,7 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
     the seed's) passed a run whose times spread 1.9 %. The band is now the seed's figure
     plus the lab timer's room."""
     if not run.cells:
-        not_applicable("no cells in this run")
+        not_applicable("no cells in this run", cause=SETTING)
     parts, worst = [], 0.0
     for cell in run.cells:
         delays = [float(d) for d in cell.figure("delays_s") or [] if _finite(d)]
@@ -786,15 +836,15 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
         source = cell.figure("timing_source", optional=True) or "daemon start to SOA answer"
         require(source == "transfer-log",
                 f"{cell.label}: times measured from {source} (include start-up)",
-                "time each AXFR from the secondary's transfer log")
+                "time each AXFR from the secondary's transfer log", cause=SETTING)
         require(reps >= min_reps, f"{cell.label}: {reps} repetition(s)",
-                f"REPETITIONS>={min_reps}")
+                f"REPETITIONS>={min_reps}", cause=SETTING)
         assert len(delays) == reps, f"{cell.label}: {reps - len(delays)} repetition(s) failed"
         mean = statistics.fmean(delays)
         error = cell.figure("error_s", optional=True)
         require(error is not None and float(error) / mean <= room,
                 f"{cell.label}: timing error {error} s on {mean:.2f} s",
-                f"a timer finer than {room:.1%} of the transfer time")
+                f"a timer finer than {room:.1%} of the transfer time", cause=SETTING)
         require_quiet(cell, f"its {len(delays)} transfers")
         dev = max(abs(d - mean) for d in delays) / mean
         rsd = statistics.stdev(delays) / mean
@@ -802,6 +852,8 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
         parts.append(f"{cell.label}: {mean:.2f} s, within +-{dev:.2%} of it (relative standard "
                      f"deviation {rsd:.2%}) over {len(delays)}")
         verdict.phrase = f"{mean:.1f} s, within +-{dev:.1%} over {len(delays)} AXFRs"
+        verdict.basis = (f"the spread of {len(delays)} repetitions itself (every one against "
+                         "their mean)")
     verdict.measured = "; ".join(parts)
     tld_size_condition(run, verdict)
     assert worst <= max_dev, f"a repetition {worst:.2%} from the mean"
@@ -823,17 +875,18 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
 )
 def test_tld_size(run: Run, verdict: Verdict, band: float, min_share: float) -> None:
     if not run.cells:
-        not_applicable("no cells in this run")
+        not_applicable("no cells in this run", cause=SETTING)
     parts, off, phrases = [], [], []
     for cell in run.cells:
         records = int(cell.figure("records", optional=True) or 0)
         require(records >= min_share * SEED_TLD["records"],
-                f"{cell.label}: {records:,} records (seed: 14 M)", "RECORDS=14000000")
+                f"{cell.label}: {records:,} records (seed: 14 M)", "RECORDS=14000000",
+                cause=SETTING)
         size, messages = cell.figure("bytes", optional=True), cell.figure("messages",
                                                                            optional=True)
         require(size is not None and messages is not None,
                 f"{cell.label}: the AXFR's bytes and messages were not logged",
-                "a secondary whose log sizes its transfers (BIND, Knot)")
+                "a secondary whose log sizes its transfers (BIND, Knot)", cause=SETTING)
         got = {"bytes": float(size), "messages": float(messages)}
         parts.append(f"{cell.label}: {records:,} records, {got['bytes'] / 1e6:,.1f} MB in "
                      f"{got['messages']:,.0f} messages")
@@ -862,13 +915,14 @@ SEED_SMALLEST_BOUND_S = (-0.646, 0.354)
     tolerance="the AXFR's time by the secondary's own log (the lines that open and close it, "
               "or the daemon's own duration), median per cell, between -{errors}x its error "
               "(a transfer takes no negative time) and the seed's +{upper} s (what its "
-              "timestamps could hide)",
+              "timestamps could hide), the median's whole 95 % bootstrap interval",
     precondition="the secondary's log timed the AXFR in at least one repetition per cell, "
                  "with an error of at most {max_error_s} s",
     fails_when="the transfer visibly takes longer than the seed's clocks could hide (e.g. "
                "waits for a refresh timer instead of the NOTIFY), or comes out negative (two "
                "clocks: the seed's artefact)",
     limits={"errors": 3, "max_error_s": 0.1, "upper": SEED_SMALLEST_BOUND_S[1]},
+    interval=True,
 )
 def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: float,
                         upper: float) -> None:
@@ -880,8 +934,8 @@ def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: fl
     clock, or the daemon's "finished, 0.00 seconds" with +-0.01 s), and the process-start
     figure is reported beside it."""
     if not run.cells:
-        not_applicable("no cells in this run")
-    parts, medians, unmet, failed = [], [], [], []
+        not_applicable("no cells in this run", cause=SETTING)
+    parts, figures, unmet = [], [], []
     for cell in run.cells:
         timed = log_timed_transfers(cell)
         delays = [float(d) for d in cell.figure("delays_s") or [] if _finite(d)]
@@ -894,23 +948,25 @@ def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: fl
         if error > max_error_s:
             unmet.append(f"{cell.label}: the log times the AXFR to +-{error:.3f} s")
             continue
-        median = statistics.median(t for t, _ in timed)
-        medians.append(median)
-        parts.append(f"{cell.label}: AXFR {median:+.3f} s by its log (median, max "
+        # a negative time beyond the error is the seed's two-clock artefact; above `upper`
+        # the transfer took longer than the seed's clocks could hide
+        figure = Judged(f"{cell.label}: AXFR", median_interval([t for t, _ in timed]),
+                        low=-errors * error, high=upper, fmt="{:+.3f}", unit=" s")
+        figures.append(figure)
+        parts.append(f"{figure.text()} by its log (median, max "
                      f"{max(t for t, _ in timed):.3f}, error +-{error:.3f} s, n={len(timed)})"
                      + started)
-        if median < -errors * error:
-            failed.append(f"{cell.label}: a negative transfer time ({median:+.3f} s)")
-        elif median > upper:
-            failed.append(f"{cell.label}: {median:.3f} s, more than the seed's clocks hide")
     require(bool(parts), "; ".join(unmet), "a secondary whose log times its transfers (BIND "
-            "with ms timestamps, Knot's or NSD's own duration)")
+            "with ms timestamps, Knot's or NSD's own duration)", cause=SETTING)
     verdict.measured = "; ".join(parts)
-    verdict.phrase = (f"AXFR {_span(medians, '{:+.3f}')} s by the secondaries' logs (seed: "
+    medians = [f.interval.estimate for f in figures]
+    lows, highs = [f.interval.low for f in figures], [f.interval.high for f in figures]
+    verdict.phrase = (f"AXFR {_span(medians, '{:+.3f}')} s [{min(lows):+.3f}, "
+                      f"{max(highs):+.3f}] by the secondaries' logs (seed: "
                       f"{SEED_SMALLEST_BOUND_S[0]}..+{upper} s)")
     if unmet:
         verdict.note("not judged: " + "; ".join(unmet))
-    assert not failed, "; ".join(failed)
+    decide(verdict, *figures)
 
 
 @claim(
@@ -948,7 +1004,7 @@ def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_poin
     cells = [c for c in cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
     counts = sorted({int(c.params["zones"]) for c in cells})
     require(len(counts) >= min_points, f"{len(counts)} zone count(s) with profile default",
-            f"ZONES with >= {min_points} values")
+            f"ZONES with >= {min_points} values", cause=SETTING)
     verdict.condition(range_condition(run, cells))
     if counts[-1] < 100_000:
         verdict.condition(f"counts {counts[0]:,}-{counts[-1]:,} (seed: 1,000-100,000)")
@@ -966,7 +1022,8 @@ def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_poin
                    and str(c.params.get("secondary", "")) == secondary]
         require(bool(control), f"{label}no wide-ports control at {int(largest.params['zones']):,}"
                 " zones: nothing shows the growth is the ports'",
-                "the sweep's largest count again with wide ports (PROFILES=default,wide-ports)")
+                "the sweep's largest count again with wide ports (PROFILES=default,wide-ports)",
+                cause=SETTING)
         value = control[0].figure("total_time_s", optional=True)
         wide = float(value) / predicted if value is not None and _finite(value) \
             and predicted > 0 else float("inf")
@@ -998,13 +1055,13 @@ def _ports_ran_out(run: Run, cell: Cell, at_range: float, label: str) -> str:
             cs = cold_start(run, cell)
         except LabError:
             not_applicable(f"{label}the connect failures and TIME_WAIT at "
-                           f"{int(cell.params['zones']):,} zones were not recorded")
+                           f"{int(cell.params['zones']):,} zones were not recorded", cause=SETTING)
         failures, peak = cs.connect_failures, cs.tw_peak
     zones = int(cell.params["zones"])
     require(int(failures) > 0 or float(peak) >= at_range * ports,
             f"{label}at {zones:,} zones no connect failure and TIME_WAIT peaked at "
             f"{float(peak):,.0f} of {ports:,} ports: the ports never ran out",
-            "a port range the largest count exhausts (PORT_RANGE=auto)")
+            "a port range the largest count exhausts (PORT_RANGE=auto)", cause=SETTING)
     return (f"{int(failures):,} connect failures, TIME_WAIT peak {float(peak):,.0f} of "
             f"{ports:,} ports")
 
@@ -1025,17 +1082,17 @@ def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, f
     counts = sorted(total)
     largest = counts[-1]
     require(largest > ports, f"largest count {largest:,} <= {ports:,} ports",
-            "a zone count above the port range")
+            "a zone count above the port range", cause=SETTING)
     linear = [n for n in counts if n <= ports and total[n] is not None]
     require(len(linear) >= 2, f"{len(linear)} finished count(s) at or below the {ports:,} "
-            "ports", "two or more zone counts below the port range")
+            "ports", "two or more zone counts below the port range", cause=SETTING)
     slope, start_up = np.polyfit(linear, [float(total[n] or 0.0) for n in linear], 1)
     rise = slope * (linear[-1] - linear[0])
     times = [float(total[n] or 0.0) for n in linear]
     require(rise > MIN_RISE * float(np.mean(times)),
             f"the counts {', '.join(f'{n:,}' for n in linear)} took "
             f"{', '.join(f'{t:.1f} s' for t in times)}: no time per zone to "
-            "extrapolate", "zone counts far enough apart to time")
+            "extrapolate", "zone counts far enough apart to time", cause=SETTING)
     predicted = float(start_up + slope * largest)
     text = ", ".join(f"{n:,}: {'stalled' if total[n] is None else f'{total[n]:.1f} s'}"
                      for n in counts)
@@ -1045,7 +1102,7 @@ def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, f
         require(limit is not None and limit >= min_spread * predicted,
                 f"{largest:,} zones stalled at its {limit} s deadline, the line predicts "
                 f"{predicted:.1f} s: too short a deadline to tell",
-                f"a deadline >= {min_spread}x the linear time (DEADLINE_S)")
+                f"a deadline >= {min_spread}x the linear time (DEADLINE_S)", cause=SETTING)
         assert limit is not None
         return (f"total time {text}; linear {predicted:.1f} s for {largest:,}, stalled past "
                 f"{limit:.0f} s (>= {limit / predicted:.2f}x)"), limit / predicted, predicted

@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 
 from analysis import style
 from analysis.plots import plot
-from analysis.rundata import Cell, NotApplicable, Run
+from analysis.rundata import SETTING, Cell, NotApplicable, Run
 from dnslab.errors import LabError
 from experiments.f3_xfr.derived import transfer_log_time
 from experiments.f3_xfr.port_range import PORT_RANGE_KEY, SEED_FAILURE_S, TW_BUCKETS_KEY
@@ -82,7 +82,7 @@ def panels(run: Run) -> list[Panel]:
     """The run's conditions, profile by transport in the run's own order."""
     cold = [c for c in run.cells if c.params.get("phase") != "calibrate" and "profile" in c.params]
     if not cold:
-        raise NotApplicable("no cold-start cells with a profile")
+        raise NotApplicable("no cold-start cells with a profile", cause=SETTING)
     order = [str(p) for p in run.params.get("profiles") or []]
     profiles = sorted({str(c.params["profile"]) for c in cold},
                       key=lambda p: (order.index(p) if p in order else len(order), p))
@@ -322,7 +322,7 @@ def _sweep_lines(cells: list[Cell]) -> dict[str, list[Cell]]:
 def time_per_zone(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     cells = [c for c in run.cells if "zones" in c.params and c.params.get("phase") != "calibrate"]
     if not cells:
-        raise NotApplicable("no cells with a `zones` parameter")
+        raise NotApplicable("no cells with a `zones` parameter", cause=SETTING)
     lines = _sweep_lines(cells)
     colours = dict(zip(lines, style.colors_for(list(lines)), strict=True))
     stalled: dict[int, list[str]] = {}

@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from analysis import style
 from analysis.plots import latency, plot
-from analysis.rundata import NotApplicable, Run
+from analysis.rundata import SETTING, NotApplicable, Run
 from dnslab.errors import LabError
 
 
@@ -24,7 +24,7 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
     drawn: dict[tuple[Any, Any], tuple[float, float]] = {}
     cells = [c for c in run.cells if group in c.params and series in c.params]
     if not cells:
-        raise NotApplicable(f"no cells with params {group} and {series}")
+        raise NotApplicable(f"no cells with params {group} and {series}", cause=SETTING)
     groups = sorted({c.params[group] for c in cells}, key=str)
     names = sorted({c.params[series] for c in cells}, key=str)
     width = 0.8 / len(names)
@@ -60,7 +60,7 @@ def grouped_bars(run: Run, ax: Axes, notes: list[str], figure: str, group: str, 
 def resperf_ramp(run: Run, fig: Any, notes: list[str]) -> None:
     cells = run.cells_where(tool="resperf")
     if not cells:
-        raise NotApplicable("no resperf ramp cells in this run")
+        raise NotApplicable("no resperf ramp cells in this run", cause=SETTING)
     colours = style.colors_for([str(c.params.get("cache")) for c in cells])
     axes = fig.subplots(1, len(cells), squeeze=False)[0]
     for ax, cell, colour in zip(axes, cells, colours, strict=True):
@@ -181,7 +181,7 @@ def cache_latency(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             series.append((f"{cell.params['cache']}, -q {cell.params['outstanding']}", pooled))
     if not series:
         raise NotApplicable("the passes kept no latency histograms (LATENCY_HISTOGRAM=true "
-                            "keeps dnsperf's)")
+                            "keeps dnsperf's)", cause=SETTING)
     # a colour per cache state, darker with more outstanding queries
     shades = {"cold": ["#9ecae1", "#4292c6", "#08519c"],
               "warm": ["#fdbe85", "#f16913", "#a63603"]}

@@ -1,5 +1,6 @@
 """F5's claim cases: runs where each claim's effect is present (reproduced), absent or
-reversed (not reproduced), or its precondition unmet (not applicable), built with this
+reversed (not reproduced), where the trials' rank test cannot tell it from the band's edge
+(inconclusive), or its precondition unmet (not applicable), built with this
 package's `fixtures.py`. `tests/unit/test_analysis_claims.py` collects `CLAIM_CASES` from every
 finding package and judges each run with the project's own `evaluate`."""
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from analysis.claim import ABSENT, PRESENT, REVERSED, STRADDLES, UNMET, UNMET_SETTING
 from experiments.f5_tcp_sysctl import fixtures as f5_fx
 
 # --- builders: root -> run folder ---------------------------------------------------------------
@@ -24,13 +25,12 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.tso-win-divisor", REVERSED, f5(gain={"tso-win-divisor-1": 1.1},
                                         latency_gain={"tso-win-divisor-1": 0.9})),
     ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, capped=True)),
-    ("F5.tso-win-divisor", UNMET, f5(gain={"tso-win-divisor-1": 0.85}, trials=3)),
     ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08})),
     ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.0})),
     ("F5.abort-on-overflow", REVERSED, f5(gain={"diiner": 0.92})),
     # far beyond +8 % (a default at 60 %, so neither profile answers the whole load)
     ("F5.abort-on-overflow", ABSENT, f5(gain={"diiner": 1.5}, answered_share=0.6)),
-    ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, overflows=0)),
+    ("F5.abort-on-overflow", UNMET_SETTING, f5(gain={"diiner": 1.08}, overflows=0)),
     ("F5.abort-on-overflow", UNMET, f5(gain={"diiner": 1.08}, capped=True)),
     # the generator's ceiling (dnsperf against the canned responder, same run): a compared
     # load it cannot reach, or no ceiling measured; a trial that then sent less than asked
@@ -85,7 +85,7 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.tcp-sack", ABSENT, f5(gain={"tcp-sack-0": 1.0}, trials=20, spread=0.003,
                                latency_gain={"tcp-sack-0": 1.2})),  # SACK off 20 % slower
     # the profiles of the full runs: nothing turns SACK off alone
-    ("F5.tcp-sack", UNMET, f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})),
+    ("F5.tcp-sack", UNMET_SETTING, f5(gain={"tso-win-divisor-1": 0.85, "diiner": 1.08})),
     ("F5.tcp-sack", UNMET, f5(gain={"tcp-sack-0": 1.0}, latency_gain={"tcp-sack-0": 1.015},
                               trials=20, capped=True)),
     # buffer sizes (esnet-10g) make no difference: an equivalence test within +-5 %
@@ -94,7 +94,18 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F5.no-effect", REVERSED, f5(gain={"esnet-10g": 0.88}, trials=20)),
     ("F5.no-effect", ABSENT, f5(gain={"esnet-10g": 1.0}, latency_gain={"esnet-10g": 1.3},
                                 trials=20)),
-    ("F5.no-effect", UNMET, f5(gain={"esnet-10g": 1.0}, trials=20, spread=0.15)),  # noisy
-    ("F5.no-effect", UNMET, f5(gain={"esnet-10g": 1.0}, trials=20, capped=True)),
+    # noisy trials cannot tell +-5 % from none: was "not applicable", the trials said
+    ("F5.no-effect", STRADDLES, f5(gain={"esnet-10g": 1.0}, trials=20, spread=0.15)),
+    # the rank tests that cannot tell the effect from the band's edge: inconclusive, with the
+    # trials that would decide it (before: "not reproduced, no significant gain")
+    ("F5.abort-on-overflow", STRADDLES, f5(gain={"diiner": 1.03}, spread=0.02)),
+    ("F5.abort-on-overflow.latency", STRADDLES, f5(gain={"diiner": 1.08}, trials=20,
+                                                   latency_gain={"diiner": 0.98},
+                                                   spread=0.02)),
+    ("F5.tcp-sack", STRADDLES, f5(gain={"tcp-sack-0": 1.0}, latency_gain={"tcp-sack-0": 1.005},
+                                  trials=20, spread=0.005)),
+    ("F5.tso-win-divisor", STRADDLES, f5(gain={"tso-win-divisor-1": 0.9}, spread=0.04)),
+    ("F5.tso-win-divisor", UNMET_SETTING, f5(gain={"tso-win-divisor-1": 0.85}, trials=3)),
+    ("F5.no-effect", UNMET_SETTING, f5(gain={"esnet-10g": 1.0}, trials=20, capped=True)),
     ("F5.no-effect", UNMET, f5(gain={"ldplayer": 1.0}, trials=20)),  # not a buffer profile
 ]

@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 
 from analysis import derived, style
 from analysis.plots import latency, plot
-from analysis.rundata import NotApplicable, Run
+from analysis.rundata import SETTING, NotApplicable, Run
 
 
 @plot("trials_qps", title="DNS-over-TCP qps per trial at the run's highest load, by sysctl "
@@ -23,7 +23,7 @@ from analysis.rundata import NotApplicable, Run
 def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     cells = [c for c in run.cells if "profile" in c.params and "phase" not in c.params]
     if not cells:
-        raise NotApplicable("no profile cells")
+        raise NotApplicable("no profile cells", cause=SETTING)
     # a profile's trials may sit in several cells (one per round): pooled per profile
     frames: dict[str, list[pd.DataFrame]] = {}
     for cell in cells:
@@ -33,7 +33,7 @@ def trials_qps(run: Run, ax: Axes, notes: list[str]) -> None:
     loads = [float(f["load_pct"].max()) for fs in frames.values() for f in fs
              if f["load_pct"].notna().any()]
     if not loads:
-        raise NotApplicable("no paced trials")
+        raise NotApplicable("no paced trials", cause=SETTING)
     top = max(loads)
     by_profile = {profile: [float(v) for f in fs for v in f.loc[f["load_pct"] == top, "qps"]]
                   for profile, fs in frames.items()}
@@ -99,7 +99,7 @@ def trial_latency(run: Run, fig: Any, notes: list[str]) -> list[str]:
             mine[profile] = mine[profile] + found if profile in mine else found
     if not pooled:
         raise NotApplicable("the trials kept no latency histograms (LATENCY_HISTOGRAM=true "
-                            "keeps dnsperf's)")
+                            "keeps dnsperf's)", cause=SETTING)
     order = [str(p) for p in run.params.get("profiles") or []]
     panels = []
     for load in sorted(pooled):

@@ -1,5 +1,6 @@
 """F6's claim cases: runs where each claim's effect is present (reproduced), absent or
-reversed (not reproduced), or its precondition unmet (not applicable), built with this
+reversed (not reproduced), its ratio's interval across the band's edge (inconclusive), or its
+precondition unmet (not applicable: the machine's cores, or a setting), built with this
 package's `fixtures.py`. `tests/unit/test_analysis_claims.py` collects `CLAIM_CASES` from every
 finding package and judges each run with the project's own `evaluate`."""
 
@@ -9,7 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET
+from analysis.claim import (
+    ABSENT,
+    PRESENT,
+    REVERSED,
+    STRADDLES,
+    UNMET,
+    UNMET_MACHINE,
+    UNMET_SETTING,
+)
 from experiments.f6_transport_cost import fixtures as f6_fx
 from experiments.f6_transport_cost.fixtures import seed_ratios
 
@@ -42,13 +51,13 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.tcp-cost", ABSENT, cost({"bind": {"tcp": 0.15}})),  # a collapse
     # a server whose UDP is the generator's is listed, the others judged
     ("F6.tcp-cost", PRESENT, cost({"nsd": {"tcp": 0.9}}, ceilings={"udp": 160000.0})),
-    ("F6.tcp-cost", UNMET, cost(ceilings=UDP_LIMITED)),
-    ("F6.tcp-cost", UNMET, cost(trials=2)),
-    ("F6.tcp-cost", UNMET, cost(noerror=0.5)),  # SERVFAIL from an empty cache
+    ("F6.tcp-cost", UNMET_MACHINE, cost(ceilings=UDP_LIMITED)),  # the generator's cores
+    ("F6.tcp-cost", UNMET_SETTING, cost(trials=2)),
+    ("F6.tcp-cost", UNMET_SETTING, cost(noerror=0.5)),  # SERVFAIL from an empty cache
     ("F6.tcp-cost", UNMET, cost(ceiling=False)),
     # run 33b9's UDP: the servers' cores 74-91 % busy, the rate held by lost queries' timeouts
-    ("F6.tcp-cost", UNMET, cost(busy={"udp": 80.0})),
-    ("F6.tls-cost", UNMET, cost(busy={"udp": 80.0})),
+    ("F6.tcp-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
+    ("F6.tls-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
     # busy enough: judged
     ("F6.tcp-cost", PRESENT, cost(busy={"udp": 92.0})),
     # the front-end's TCP above its UDP is the seed's exception, not judged here
@@ -56,27 +65,35 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.tls-cost", PRESENT, cost()),
     ("F6.tls-cost", ABSENT, cost({"unbound": {"dot": 0.9, "tcp": 0.95}})),
     ("F6.tls-cost", REVERSED, cost({"bind": {"dot": 1.2, "tcp": 1.3}})),
-    ("F6.tls-cost", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.tls-cost", UNMET_MACHINE, cost(ceilings=DOT_LIMITED)),
     ("F6.frontend.tcp", PRESENT, cost()),
     ("F6.frontend.tcp", ABSENT, cost({"dnsdist": {"tcp": 0.9}})),
     ("F6.frontend.tcp", REVERSED, cost({"dnsdist": {"tcp": 0.5}})),
     # one core for the front-end: its TCP workers share it with the UDP listener
-    ("F6.frontend.tcp", UNMET, cost(server_cpus="0")),
+    ("F6.frontend.tcp", UNMET_MACHINE, cost(server_cpus="0")),  # one core for dnsdist
     ("F6.frontend.tcp", UNMET, cost(ceilings=TCP_LIMITED)),
     ("F6.frontend.tls", PRESENT, cost()),
     ("F6.frontend.tls", ABSENT, cost({"dnsdist": {"dot": 1.0}})),
     ("F6.frontend.tls", REVERSED, cost({"dnsdist": {"dot": 0.3}})),
-    ("F6.frontend.tls", UNMET, cost(server_cpus="0")),
+    ("F6.frontend.tls", UNMET_MACHINE, cost(server_cpus="0")),
     ("F6.tls-below-tcp", PRESENT, cost()),
     ("F6.tls-below-tcp", ABSENT, cost({"nsd": {"dot": 0.45}})),  # DoT as TCP
     ("F6.tls-below-tcp", REVERSED, cost({"unbound": {"dot": 0.6}})),
     # a generator-limited server is listed, the others judged; all limited: not applicable
     ("F6.tls-below-tcp", PRESENT, cost({"nsd": {"dot": 0.5}}, ceilings={"dot": 80000.0})),
-    ("F6.tls-below-tcp", UNMET, cost(ceilings=DOT_LIMITED)),
+    ("F6.tls-below-tcp", UNMET_MACHINE, cost(ceilings=DOT_LIMITED)),
     ("F6.doh-below-dot", PRESENT, cost()),
     ("F6.doh-below-dot", ABSENT, cost({"bind": {"doh": 0.4}})),  # DoH 1.2x DoT
     ("F6.doh-below-dot", REVERSED, cost({"unbound": {"doh": 0.6}})),  # 2x
-    ("F6.doh-below-dot", UNMET, cost(ceilings={"doh": 12000.0})),
+    ("F6.doh-below-dot", UNMET_MACHINE, cost(ceilings={"doh": 12000.0})),
+    # a ratio at its band's edge over 5 trials spread 5 %: the bootstrap interval of the
+    # ratio of medians straddles the edge
+    ("F6.tcp-cost", STRADDLES, cost({"unbound": {"tcp": 0.60}}, spread=0.05)),
+    ("F6.tls-cost", STRADDLES, cost({"bind": {"dot": 0.50}}, spread=0.05)),
+    ("F6.frontend.tcp", STRADDLES, cost({"dnsdist": {"tcp": 1.0}}, spread=0.05)),
+    ("F6.frontend.tls", STRADDLES, cost({"dnsdist": {"dot": 0.55}}, spread=0.05)),
+    ("F6.tls-below-tcp", STRADDLES, cost({"nsd": {"dot": 0.95 * 0.45}}, spread=0.05)),
+    ("F6.doh-below-dot", STRADDLES, cost({"bind": {"doh": 1.05 * 0.33}}, spread=0.05)),
     ("F6.latency.persistent", PRESENT, lat()),
     ("F6.latency.persistent", ABSENT, lat(rtts={"doh": 1.8})),  # a stall per query
     ("F6.latency.persistent", REVERSED, lat(rtts={"udp": 0.3, "tcp": 0.3})),

@@ -9,7 +9,10 @@ trial (`transport`, `mode`, `generator`, `qps`, `completed`, `noerror`), and the
 `phase=ceiling` cell whose `ceiling.csv` has the same rows against `dnsload serve`: the
 generator's own ceiling for each transport's load. A server's figure over a transport is
 the median of its trials; a ratio is that of two such medians in the same cell (the
-transports of a round run one after another on the same lab, the order rotated each round).
+transports of a round run one after another on the same lab, the order rotated each round),
+judged with its bootstrap interval over the trials, paired by round
+(`analysis.stats.ratio_of_medians_interval`): a ratio whose interval straddles a band's edge
+is inconclusive, with the trials that would decide it.
 
 Every ratio claim needs both figures to be the server's: each below 90 % of its transport's
 generator ceiling measured in the run (`GENERATOR_BOUND_SHARE`), else "not applicable" with
@@ -30,14 +33,19 @@ from __future__ import annotations
 from analysis.claim import (
     DIRECTIONAL,
     LAB_CHECK,
+    MACHINE,
+    SETTING,
     TWO_SIDED,
+    Judged,
     Verdict,
     claim,
     cores_condition,
+    decide,
     not_applicable,
     require,
 )
-from analysis.rundata import Cell, NotApplicable, Run
+from analysis.rundata import Cell, NotApplicable, Run, combined_cause
+from analysis.stats import ratio_of_medians_interval
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from experiments.f6_transport_cost import derived
 from experiments.f6_transport_cost.derived import LABELS, PER_QUERY, PERSISTENT, Measured
@@ -52,6 +60,8 @@ PRECONDITION = ("both figures the server's: each below {bound:.0%} of its transp
                 "generator ceiling measured in the run, >= {min_trials} trials each, "
                 ">= {noerror:.0%} of the answers NOERROR")
 LIMITS = {"bound": GENERATOR_BOUND_SHARE, "min_trials": 3, "noerror": 0.99}
+INTERVAL_RULE = ("; each ratio's 95 % bootstrap interval over the trials (paired by round) on "
+                 "the band's side, one across its edge inconclusive")
 
 
 def server_figure(run: Run, server: str, transport: str, min_trials: int, noerror: float,
@@ -60,34 +70,34 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
     trials, NOERROR answers, below its generator's ceiling (else "not applicable" with the
     figure)."""
     if server not in derived.server_cells(run):
-        not_applicable(f"the run measured no {server} (SERVERS=...,{server})")
+        not_applicable(f"the run measured no {server} (SERVERS=...,{server})", cause=SETTING)
     why = derived.not_served(run, server).get(transport)
     if why:
-        not_applicable(f"{server} over {LABELS[transport]}: {why}")
+        not_applicable(f"{server} over {LABELS[transport]}: {why}", cause=SETTING)
     found = derived.measured(run, server, transport, mode)
     if found is None:
         not_applicable(f"the run measured {server} over no {LABELS[transport]} "
-                       f"(TRANSPORTS=...,{transport})")
+                       f"(TRANSPORTS=...,{transport})", cause=SETTING)
     assert found is not None
     require(found.trials >= min_trials,
             f"{found.trials} trial(s) of {server} over {LABELS[transport]}",
-            f"TRIALS>={min_trials} (the seed: 5 runs)")
+            f"TRIALS>={min_trials} (the seed: 5 runs)", cause=SETTING)
     require(found.noerror_share >= noerror,
             f"{server} over {LABELS[transport]} answered {found.noerror_share:.1%} NOERROR",
-            "a server that answers its zone or cache (see the cell's raw output)")
+            "a server that answers its zone or cache (see the cell's raw output)", cause=SETTING)
     require(found.ceiling is not None,
             f"no generator ceiling for {LABELS[transport]} measured in this run",
-            "a run that measures it (CEILING=true)")
+            "a run that measures it (CEILING=true)", cause=SETTING)
     require(not found.limited,
             f"generator-limited: {server} over {LABELS[transport]} answered "
             f"{found.qps:,.0f} qps, {found.share_of_ceiling:.0%} of the generator's ceiling "
-            f"{found.ceiling:,.0f} qps ({found.generator})", GENERATOR_REMEDY)
+            f"{found.ceiling:,.0f} qps ({found.generator})", GENERATOR_REMEDY, cause=MACHINE)
     require(not found.below_capacity,
             f"{server} over {LABELS[transport]} is not its capacity: its core(s) "
             f"{found.cores_busy_pct or 0:.0f} % busy, {found.lost_share or 0:.1%} of the "
             f"queries lost, {found.in_flight or 0:,.0f} really in flight",
             "a load the server can hold in flight (over UDP: a socket receive buffer the "
-            "queries in flight fit in, or fewer of them)")
+            "queries in flight fit in, or fewer of them)", cause=SETTING)
     return found
 
 
@@ -101,6 +111,21 @@ def ratio(run: Run, verdict: Verdict, server: str, transport: str, min_trials: i
     if tls and not tls.startswith("TLSv1.2"):
         verdict.condition(f"{tls.split()[0]} (seed: TLS 1.2)")
     return other.qps / udp.qps, other, udp
+
+
+def ratio_figure(what: str, top: Measured, bottom: Measured, low: float | None = None,
+                 high: float | None = None) -> Judged:
+    """top's median qps over bottom's with its bootstrap interval over the trials, paired by
+    round where both ran the same rounds (a round runs the transports one after another on
+    the same lab), against the band [low, high]."""
+    mine, theirs = dict(zip(top.rounds, top.values, strict=True)), dict(zip(
+        bottom.rounds, bottom.values, strict=True))
+    common = sorted(set(mine) & set(theirs))
+    paired = bool(common) and len(common) == len(mine) == len(theirs)
+    interval = (ratio_of_medians_interval([mine[r] for r in common],
+                                          [theirs[r] for r in common], paired=True)
+                if paired else ratio_of_medians_interval(top.values, bottom.values))
+    return Judged(what, interval.of("trials"), low=low, high=high)
 
 
 def said(server: str, transport: str, value: float, other: Measured, udp: Measured) -> str:
@@ -120,7 +145,8 @@ def _frontend(run: Run) -> str:
     found = [server for server, cell in derived.server_cells(run).items()
              if derived.is_front_end(run, cell)]
     if not found:
-        not_applicable("the run measured no front-end (SERVERS=...,<the front-end's kind>)")
+        not_applicable("the run measured no front-end (SERVERS=...,<the front-end's kind>)",
+                       cause=SETTING)
     return found[0]
 
 
@@ -128,28 +154,27 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
                  min_trials: int, noerror: float) -> None:
     """Every server but the front-end whose figures are its own: the transport's ratio to
     UDP within [low, high]; the others listed, not judged."""
-    judged, skipped = [], []
+    judged, skipped, unmet = [], [], []
     for server in _others(run):
         if transport in derived.not_served(run, server):
-            skipped.append(f"{server}: no {LABELS[transport]}")
+            skipped.append(f"{server}: no {LABELS[transport]}")  # never judged: no cause
             continue
         try:
             judged.append((server, *ratio(run, verdict, server, transport, min_trials,
                                           noerror)))
         except NotApplicable as exc:
             skipped.append(f"{server}: {exc}")
+            unmet.append(exc)
     require(bool(judged), f"no server but the front-end has {LABELS[transport]} and UDP figures "
             "of its own" + (": " + "; ".join(skipped) if skipped else ""),
-            "what each server's reason says")
+            "what each server's reason says", cause=combined_cause(unmet))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
     parts = [said(server, transport, value, other, udp) for server, value, other, udp in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
-    verdict.phrase = f"{LABELS[transport]}/UDP " + ", ".join(
-        f"{server} {value:.2f}" for server, value, _, _ in judged)
-    outside = [f"{server} {value:.2f}" for server, value, _, _ in judged
-               if not low <= value <= high]
-    assert not outside, f"{LABELS[transport]}/UDP outside {low}-{high}: " + ", ".join(outside)
+    figures = [ratio_figure(server, other, udp, low, high) for server, _, other, udp in judged]
+    verdict.phrase = f"{LABELS[transport]}/UDP " + ", ".join(f.text() for f in figures)
+    decide(verdict, *figures)
 
 
 def _seed_said(transport: str, front_end: bool) -> str:
@@ -165,11 +190,12 @@ def _seed_said(transport: str, front_end: bool) -> str:
     + "; " + SUMMARY,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(TCP)/qps(UDP) of every server but the front-end between {low} and {high} "
-              "(the summary's 40-50 % +-10 points)",
+              "(the summary's 40-50 % +-10 points)" + INTERVAL_RULE,
     precondition=PRECONDITION + "; servers whose figures are not their own are listed, not "
                  "judged",
     fails_when="a server's TCP costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.30, "high": 0.60, **LIMITS},
+    interval=True,
 )
 def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float) -> None:
@@ -185,11 +211,12 @@ def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: fl
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(DoT)/qps(UDP) of every server but the front-end that serves DoT between "
               "{low} and {high} (the summary's 30-40 % +-10 points; the seed's 0.28 and 0.37 "
-              "inside)",
+              "inside)" + INTERVAL_RULE,
     precondition=PRECONDITION + "; servers whose figures are not their own are listed, not "
                  "judged",
     fails_when="a server's TLS costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.20, "high": 0.50, **LIMITS},
+    interval=True,
 )
 def test_tls_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float) -> None:
@@ -204,7 +231,7 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
             f"the front-end ({server}) on {cores} core(s): TCP/TLS workers share them with "
             "its UDP listener (seed: 4 listeners on 4 CPUs, workers on 32 threads)",
             f"a machine with >= {min_cores} cores for the front-end besides the generator's "
-            "(SERVER_CPUS)")
+            "(SERVER_CPUS)", cause=MACHINE)
     verdict.condition(cores_condition(run.meta, SEED_THREADS, server))
     return server, *ratio(run, verdict, server, transport, min_trials, noerror)
 
@@ -215,20 +242,22 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
     published=f"TCP/UDP at 8 clients: {_seed_said('tcp', True)} ('except dnsdist, "
               "which uses a different threading model and performed better')",
     source=SOURCE, effect=DIRECTIONAL,
-    tolerance="qps(TCP)/qps(UDP) >= {floor}",
+    tolerance="qps(TCP)/qps(UDP) >= {floor}" + INTERVAL_RULE,
     precondition="the front-end had >= {min_cores} cores of its own (TCP workers beside its "
                  "UDP listeners); " + PRECONDITION,
     fails_when="the front-end answers fewer queries over TCP than over UDP",
     limits={"floor": 1.0, "min_cores": 2, **LIMITS},
+    interval=True,
 )
 def test_frontend_tcp(run: Run, verdict: Verdict, floor: float, min_cores: int, bound: float,
                       min_trials: int, noerror: float) -> None:
     server, value, other, udp = _frontend_ratio(run, verdict, "tcp", min_cores, min_trials,
                                                 noerror)
     verdict.measured = said(server, "tcp", value, other, udp)
-    verdict.phrase = (f"{server} TCP/UDP {value:.2f} ({other.qps / 1000:,.0f}k / "
+    figure = ratio_figure(f"{server} TCP/UDP", other, udp, low=floor)
+    verdict.phrase = (f"{figure.text()} ({other.qps / 1000:,.0f}k / "
                       f"{udp.qps / 1000:,.0f}k qps)")
-    assert value >= floor, f"TCP/UDP {value:.2f} < {floor}"
+    decide(verdict, figure)
 
 
 @claim(
@@ -237,24 +266,26 @@ def test_frontend_tcp(run: Run, verdict: Verdict, floor: float, min_cores: int, 
     published=f"TLS/UDP at 8 clients (TLS 1.2): {_seed_said('dot', True)} (the "
               "repository's bar_data_percent.txt: 71)",
     source=SOURCE, effect=TWO_SIDED,
-    tolerance="qps(DoT)/qps(UDP) between {low} and {high}",
+    tolerance="qps(DoT)/qps(UDP) between {low} and {high}" + INTERVAL_RULE,
     precondition="the front-end had >= {min_cores} cores of its own (TLS workers beside its "
                  "UDP listeners); " + PRECONDITION,
     fails_when="TLS costs the front-end far more (below {low}) or nothing (above {high})",
     limits={"low": 0.55, "high": 0.90, "min_cores": 2, **LIMITS},
+    interval=True,
 )
 def test_frontend_tls(run: Run, verdict: Verdict, low: float, high: float, min_cores: int,
                       bound: float, min_trials: int, noerror: float) -> None:
     server, value, other, udp = _frontend_ratio(run, verdict, "dot", min_cores, min_trials,
                                                 noerror)
     verdict.measured = said(server, "dot", value, other, udp)
-    verdict.phrase = (f"{server} DoT/UDP {value:.2f} ({other.qps / 1000:,.0f}k / "
+    figure = ratio_figure(f"{server} DoT/UDP", other, udp, low=low, high=high)
+    verdict.phrase = (f"{figure.text()} ({other.qps / 1000:,.0f}k / "
                       f"{udp.qps / 1000:,.0f}k qps)")
-    assert low <= value <= high, f"DoT/UDP {value:.2f} outside {low}-{high}"
+    decide(verdict, figure)
 
 
 def _pairs(run: Run, upper: str, lower: str, min_trials: int, noerror: float
-           ) -> tuple[list[tuple[str, Measured, Measured]], list[str]]:
+           ) -> tuple[list[tuple[str, Measured, Measured]], list[tuple[str, NotApplicable]]]:
     """Every server of the run that serves both transports: (server, upper's figure,
     lower's figure) where both are the server's, and why each of the others is not judged."""
     judged, skipped = [], []
@@ -266,25 +297,27 @@ def _pairs(run: Run, upper: str, lower: str, min_trials: int, noerror: float
             judged.append((server, server_figure(run, server, upper, min_trials, noerror),
                            server_figure(run, server, lower, min_trials, noerror)))
         except NotApplicable as exc:  # said, and the others judged
-            skipped.append(f"{server}: {exc}")
+            skipped.append((server, exc))
     return judged, skipped
 
 
 def _below(run: Run, verdict: Verdict, upper: str, lower: str, margin: float,
            min_trials: int, noerror: float) -> None:
-    judged, skipped = _pairs(run, upper, lower, min_trials, noerror)
+    judged, unmet = _pairs(run, upper, lower, min_trials, noerror)
+    skipped = [f"{server}: {exc}" for server, exc in unmet]
     require(bool(judged), "no server whose " + LABELS[upper] + " and " + LABELS[lower]
             + " figures are both its own" + (": " + "; ".join(skipped) if skipped else ""),
-            "what each server's reason says")
+            "what each server's reason says", cause=combined_cause([e for _, e in unmet]))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
     parts = [f"{server} {LABELS[lower]} {low.qps:,.0f} / {LABELS[upper]} {up.qps:,.0f} = "
              f"{low.qps / up.qps:.2f}" for server, up, low in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
-    verdict.phrase = ", ".join(f"{server} {low.qps / up.qps:.2f}" for server, up, low in judged)
-    above = [p for (server, up, low), p in zip(judged, parts, strict=True)
-             if low.qps > (1 - margin) * up.qps]
-    assert not above, f"{LABELS[lower]} not below {LABELS[upper]}: " + "; ".join(above)
+    # lower / upper at most 1 - margin (DoH: up to 1 + 5 % of DoT)
+    figures = [ratio_figure(server, low, up, high=1 - margin) for server, up, low in judged]
+    verdict.phrase = (f"{LABELS[lower]}/{LABELS[upper]} "
+                      + ", ".join(f.text() for f in figures))
+    decide(verdict, *figures)
 
 
 @claim(
@@ -294,11 +327,12 @@ def _below(run: Run, verdict: Verdict, upper: str, lower: str, margin: float,
         f"{s.name} {s.tls / 1000:,.0f}k < {s.tcp / 1000:,.0f}k" for s in derived.seed()
         if s.tls) + " qps at 8 clients",
     source=SOURCE, effect=DIRECTIONAL,
-    tolerance="qps(DoT) < (1 - {margin:.0%}) x qps(TCP) for every server judged",
+    tolerance="qps(DoT) < (1 - {margin:.0%}) x qps(TCP) for every server judged" + INTERVAL_RULE,
     precondition="a server whose TCP and DoT figures are both its own (" + PRECONDITION
                  + "); the others are listed, not judged",
     fails_when="a server answers as many queries over DoT as over TCP, or more",
     limits={"margin": 0.05, **LIMITS},
+    interval=True,
 )
 def test_tls_below_tcp(run: Run, verdict: Verdict, margin: float, bound: float,
                        min_trials: int, noerror: float) -> None:
@@ -311,11 +345,13 @@ def test_tls_below_tcp(run: Run, verdict: Verdict, margin: float, bound: float,
     published="(no DoH in the seed) the lab's check: DoH is DNS in HTTP/2 frames inside the "
               "same TLS, so it costs a server at least what DoT does",
     source="the lab's own check beside seed 005", effect=DIRECTIONAL, kind=LAB_CHECK,
-    tolerance="qps(DoH) <= (1 + {margin:.0%}) x qps(DoT) for every server judged",
+    tolerance="qps(DoH) <= (1 + {margin:.0%}) x qps(DoT) for every server judged"
+              + INTERVAL_RULE,
     precondition="a server whose DoT and DoH figures are both its own (" + PRECONDITION
                  + "); the others are listed, not judged",
     fails_when="a server answers more than {margin:.0%} more queries over DoH than over DoT",
     limits={"margin": 0.05, **LIMITS},
+    interval=True,
 )
 def test_doh_below_dot(run: Run, verdict: Verdict, margin: float, bound: float,
                        min_trials: int, noerror: float) -> None:
@@ -327,20 +363,20 @@ def test_doh_below_dot(run: Run, verdict: Verdict, margin: float, bound: float,
 def _latency_cells(run: Run, min_share: float) -> tuple[float, dict[str, Cell]]:
     """The run's round trip, once it was applied to every cell, and the server cells."""
     rtt = derived.rtt_ms(run)
-    require(rtt > 0, "no round trip emulated (RTT_MS=0)", "RTT_MS=20")
+    require(rtt > 0, "no round trip emulated (RTT_MS=0)", "RTT_MS=20", cause=SETTING)
     cells = derived.server_cells(run)
     if not cells:
-        not_applicable("no server cell in this run")
+        not_applicable("no server cell in this run", cause=SETTING)
     for server, cell in cells.items():
         applied = derived.wan_applied(run, cell)
         require(applied is not None and abs(applied - rtt) < 0.5,
                 f"{server}'s cell read back a client delay of {applied} ms, not {rtt:g}",
-                "a kernel with netem, or the nfqueue backend (dnslab.wan)")
+                "a kernel with netem, or the nfqueue backend (dnslab.wan)", cause=SETTING)
         frame = cell.csv("trials.csv", ("target_qps", "sent", "run_time_s"))
         sent = frame["sent"].astype(float) / frame["run_time_s"].astype(float)
         share = float((sent / frame["target_qps"].astype(float)).min())
         require(share >= min_share, f"{server}: a trial sent {share:.0%} of its paced rate",
-                "a lower RATE, or a faster generator")
+                "a lower RATE, or a faster generator", cause=SETTING)
     return rtt, cells
 
 
@@ -370,7 +406,7 @@ def test_latency_persistent(run: Run, verdict: Verdict, low: float, high: float,
             parts.append(f"{server} {LABELS[transport]} {median:.1f} ms ({median / rtt:.2f} RTT)")
             if not low <= median / rtt <= high:
                 outside.append(parts[-1])
-    require(bool(parts), "no trial kept answer latencies", "LATENCY_HISTOGRAM=true")
+    require(bool(parts), "no trial kept answer latencies", "LATENCY_HISTOGRAM=true", cause=SETTING)
     verdict.condition(f"RTT {rtt:g} ms emulated on the client's link")
     verdict.measured = "medians: " + "; ".join(parts)
     verdict.phrase = f"{len(parts) - len(outside)} of {len(parts)} within {low}-{high} RTT"
@@ -413,7 +449,7 @@ def test_latency_handshakes(run: Run, verdict: Verdict, band: float, min_share: 
             if abs(median / rtt - (1 + handshakes)) > band:
                 outside.append(parts[-1])
     require(bool(parts), "no trial with a new connection per query",
-            "CONNECTIONS=persistent,per-query")
+            "CONNECTIONS=persistent,per-query", cause=SETTING)
     verdict.condition(f"RTT {rtt:g} ms emulated on the client's link")
     verdict.measured = "; ".join(parts)
     verdict.phrase = f"{len(parts) - len(outside)} of {len(parts)} at their handshakes' count"

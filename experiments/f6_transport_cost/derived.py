@@ -100,9 +100,10 @@ SATURATED_CORES_PCT = 90.0
 
 @dataclass(frozen=True)
 class Measured:
-    """One server's figure over one transport: its median qps over `trials` trials, the
-    share of its answers that were NOERROR, the generator, and that generator's ceiling for
-    the same load in the run (None: no ceiling measured)."""
+    """One server's figure over one transport: its median qps over `trials` trials (each
+    trial's in `values`, of the rounds `rounds`), the share of its answers that were NOERROR,
+    the generator, and that generator's ceiling for the same load in the run (None: no
+    ceiling measured)."""
 
     server: str
     transport: str
@@ -117,6 +118,9 @@ class Measured:
     cores_busy_pct: float | None = None
     lost_share: float | None = None
     in_flight: float | None = None
+    # each trial's qps and its round (`trial`): a ratio's interval pairs the rounds
+    values: tuple[float, ...] = ()
+    rounds: tuple[int, ...] = ()
 
     @property
     def limited(self) -> bool:
@@ -151,7 +155,8 @@ def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> M
                     noerror_share=(float(mine["noerror"].astype(float).sum()) / completed
                                    if completed else 0.0),
                     generator=str(mine["generator"].iloc[0]), ceiling=top,
-                    **_load_held(mine))
+                    values=tuple(float(v) for v in mine["qps"].astype(float)),
+                    rounds=tuple(int(r) for r in mine["trial"]), **_load_held(mine))
 
 
 def _load_held(trials: pd.DataFrame) -> dict[str, float | None]:

@@ -12,7 +12,7 @@ from matplotlib.patches import Patch
 
 from analysis import style
 from analysis.plots import latency, plot
-from analysis.rundata import NotApplicable, Run
+from analysis.rundata import SETTING, NotApplicable, Run
 from experiments.f6_transport_cost import derived
 from experiments.f6_transport_cost.derived import LABELS, PER_QUERY, PERSISTENT
 
@@ -50,7 +50,7 @@ def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
             if measured is not None:
                 found.setdefault(server, {})[transport] = measured
     if not found:
-        raise NotApplicable("no server cell with trials in this run")
+        raise NotApplicable("no server cell with trials in this run", cause=SETTING)
     return found
 
 
@@ -119,13 +119,14 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = [s for s in figures if "udp" in figures[s]]
     if not servers:
-        raise NotApplicable("no server measured over UDP")
+        raise NotApplicable("no server measured over UDP", cause=SETTING)
     # the seed's servers by the lab's kind of them; one the lab has not gets a group of its own
     seeds = {(s.kind or s.name): s for s in derived.seed()}
     groups = [*servers, *(name for name, s in seeds.items() if s.kind is None)]
     transports = [t for t in ("tcp", "dot", "doh") if any(t in figures[s] for s in servers)]
     if not transports:
-        raise NotApplicable("no server measured over a transport besides UDP (TRANSPORTS=udp)")
+        raise NotApplicable("no server measured over a transport besides UDP (TRANSPORTS=udp)",
+                            cause=SETTING)
     colours = COLOURS
     width = WIDTH / len(transports)
     readings, seed_drawn = [], False
@@ -188,7 +189,8 @@ def transport_latency(run: Run, fig: Any, notes: list[str]) -> list[str]:
         if series:
             panels.append((title, series))
     if not panels:
-        raise NotApplicable("the trials kept no latency histograms (LATENCY_HISTOGRAM=true)")
+        raise NotApplicable("the trials kept no latency histograms (LATENCY_HISTOGRAM=true)",
+                            cause=SETTING)
     rtt = derived.rtt_ms(run)
     marks = [latency.Mark(rtt * n, f"{n} round trip{'s' if n > 1 else ''} ({rtt * n:g} ms)",
                           limit=n == 1) for n in (1, 2, 3)] if rtt else []

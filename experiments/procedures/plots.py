@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 
 from analysis import style
 from analysis.plots import latency, plot
-from analysis.rundata import Cell, NotApplicable, Run
+from analysis.rundata import SETTING, Cell, NotApplicable, Run
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from experiments.procedures.compare import CEILING
 
@@ -21,7 +21,7 @@ def _trials(run: Run) -> dict[str, pd.DataFrame]:
     found = {str(c.params["server"]): c.csv("trials.csv", ("transport", "qps"))
              for c in run.cells if "server" in c.params and c.has("trials.csv")}
     if not found:
-        raise NotApplicable("no compare cells with trials")
+        raise NotApplicable("no compare cells with trials", cause=SETTING)
     return found
 
 
@@ -41,7 +41,7 @@ def compare_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     transports = [str(t) for t in run.params.get("transports") or []]
     servers = [s for s in trials if s != CEILING]
     if not servers:
-        raise NotApplicable("no server cell finished")
+        raise NotApplicable("no server cell finished", cause=SETTING)
     colours = style.colors_for(servers)
     width = 0.8 / len(servers)
     readings = []
@@ -113,6 +113,6 @@ def compare_latency(run: Run, fig: Any, notes: list[str]) -> list[str]:
     panels = [(transport.upper(), list(by_server.items()))
               for transport, by_server in pooled.items() if by_server]
     if not panels:
-        raise NotApplicable("no latency histograms kept")
+        raise NotApplicable("no latency histograms kept", cause=SETTING)
     timeout = float(run.params.get("timeout_s") or 0) * 1000 or None
     return latency.draw_panels(fig, panels, timeout_ms=timeout)

@@ -9,6 +9,7 @@ written by each package's `fixtures.py` (and `tests/fixtures/runs.py`) through t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,18 +20,25 @@ from analysis import synthetic
 from analysis.claim import (
     ABSENT,
     CALIBRATION,
+    CASE_CAUSE,
     CASE_STATUS,
     LAB_CHECK,
+    MACHINE,
     PRESENT,
     REGISTRY,
     REPRODUCTION,
     REVERSED,
+    SETTING,
+    STRADDLES,
     UNMET,
+    UNMET_CASES,
 )
 from analysis.rundata import load_run
 from analysis.verdicts import (
     LINE_LIMIT,
     STATUS_WORD,
+    _shorten,
+    essential,
     evaluate,
     experiment_claims,
     slide_line,
@@ -83,22 +91,41 @@ def test_claim_verdict(tmp_path: Path, claim_id: str, case: str,
                        build: Callable[[Path], Path]) -> None:
     v = verdicts_of(build(tmp_path))[claim_id]
     assert v["status"] == EXPECTED[case], (v["measured"], v["detail"])
-    if case == UNMET:
+    if case in UNMET_CASES:
         assert v["detail"], "not applicable always says why"
+        assert v["cause"] in (MACHINE, SETTING), "and whether the machine or a setting"
+        assert v["cause"] == CASE_CAUSE.get(case, v["cause"]), (v["cause"], v["detail"])
     else:
         assert v["measured"], "a judged claim always says what it measured"
-    # the slide's line: short, led by the status word, with every condition the lab changed
+        assert v["basis"], "and what it rests on (an interval, or one measurement)"
+    if case == STRADDLES:
+        assert "straddles the band's edge" in v["detail"], v["detail"]
+        assert re.search(r"would decide it|decides it|would bound it", v["detail"]), v["detail"]
+    # the slide's line: short, led by the status word, the figure and its interval whole
     assert len(v["line"]) <= LINE_LIMIT, v["line"]
     assert v["line"].startswith(status_word(v["status"], v["kind"]) + ": "), v["line"]
-    assert all(c in v["line"] for c in v["conditions"]), (v["line"], v["conditions"])
+    assert line_keeps_conditions(v["line"], v["conditions"]), (v["line"], v["conditions"])
+    deciding = [i for i in v["intervals"] if i["bracket"] and (
+        i["outcome"] == "straddles" if v["status"] == "inconclusive" else
+        i["outcome"] == "outside" if v["status"] == "not_reproduced" else True)]
+    if deciding:
+        assert any(i["bracket"] in v["line"] for i in deciding), (v["line"], deciding)
     assert "connections/s here" not in v["line"] + v["detail"]
+
+
+def line_keeps_conditions(line: str, conditions: list[str]) -> bool:
+    """Every condition the lab changed is in the line, whole or as its essential clause,
+    unless the line had no room even for that (the figure comes first)."""
+    return all(c in line or essential(c) in line or len(line) + 2 + len(essential(c))
+               > LINE_LIMIT for c in conditions)
 
 
 def claims_lacking_cases(found: list[Finding]) -> list[str]:
     """What each finding's claims lack: every claim of its `claims.py` (imported here, so
     nothing depends on which test ran first) and every claim its experiment files name needs
-    a case where its effect is present, one where it is absent or reversed, and (a
-    reproduction) one where its precondition is unmet, in the finding's `cases.py`."""
+    a case where its effect is present, one where it is absent or reversed, (a
+    reproduction) one where its precondition is unmet, and (a claim judged by an interval)
+    one where the interval straddles its band's edge, in the finding's `cases.py`."""
     lacking = []
     for finding in found:
         finding.module("claims")  # registers its claims (a claim's finding is its package)
@@ -116,8 +143,11 @@ def claims_lacking_cases(found: list[Finding]) -> list[str]:
                 lacking.append(f"{claim_id} has no case where its effect is present")
             if not cases & {ABSENT, REVERSED}:
                 lacking.append(f"{claim_id} has no case where it fails")
-            if spec.kind == REPRODUCTION and UNMET not in cases:
+            if spec.kind == REPRODUCTION and not cases & set(UNMET_CASES):
                 lacking.append(f"{claim_id} has no case with its precondition unmet")
+            if spec.interval and STRADDLES not in cases:
+                lacking.append(f"{claim_id} has no case whose interval straddles its band's "
+                               "edge")
     return lacking
 
 
@@ -347,10 +377,11 @@ def test_f3_lines_state_the_scaled_range_once(tmp_path: Path) -> None:
     assert "range scaled to 100 ports for " in line and "(seed: 28,231 at ~743/s)" in line
     assert line.count("conn/s") == 1
     # the failure time is what the range was sized for: the line says it is a mechanism check
+    # (the figure first; the condition keeps its essential clause where the line is full)
     line = v["F3.default.failure-time"]["line"]
-    assert line.startswith("Reproduced: mechanism check, ran out at "), line
-    assert "range sized to run out at 10 s (10 conn/s; seed: 28,231 at ~743/s)" in line, line
-    assert line.count("conn/s") == 1
+    assert line.startswith("Reproduced: mechanism check: first failure at 1.0"), line
+    assert "range sized to run out at 10 s" in line, line
+    assert line.count("conn/s") <= 1
     assert "150 zones (seed: 30,000)" in v["F3.default.failure-time"]["conditions"]
     assert len(line) <= LINE_LIMIT
     assert "tw cap 50 (seed: 1,000)" in v["F3.tw-buckets.tw-capped"]["line"]
@@ -364,29 +395,55 @@ def test_seed_range_unmet_says_the_measured_peak_and_rate(tmp_path: Path) -> Non
                             "conn/s"), seed["line"]
 
 
-def test_slide_line_shortens_the_phrase_never_the_conditions() -> None:
+def test_slide_line_keeps_the_figure_and_shortens_the_conditions_first() -> None:
+    """The deck of 2026-11-26 read "Calibration holds: TW peak…; range scaled to ..." and
+    "Not reproduced: 750 connect failures at…; range ...": the figure cut, the boilerplate
+    kept. The figure and its interval stay whole; the conditions give way first, the one
+    with the most detail to its essential clause first, then those that still do not fit."""
     conditions = ["range scaled to 17,005-17,692 ports for 447-466 conn/s (seed: 28,231 at "
-                  "~743/s)", "1,000 zones (seed: 30,000)"]
+                  "~743/s)", "30,000 zones", "tw cap 588-681 (seed: 1,000)"]
+    line = slide_line("reproduced", "TW peak 588-681", conditions, kind=CALIBRATION)
+    assert line == ("Calibration holds: TW peak 588-681; range scaled to 17,005-17,692 ports "
+                    "for 447-466 conn/s; 30,000 zones; tw cap 588-681 (seed: 1,000)"), line
+    line = slide_line("reproduced", "TW peak 588-681 [580, 690] of the cap", conditions,
+                      kind=CALIBRATION)  # no room for the cap's essential: it goes
+    assert line == ("Calibration holds: TW peak 588-681 [580, 690] of the cap; range scaled "
+                    "to 17,005-17,692 ports for 447-466 conn/s; 30,000 zones"), line
+    phrase = "750 connect failures at TIME_WAIT 100 % [98 %, 101 %] of the range"
+    line = slide_line("not_reproduced", phrase, conditions)
+    assert line == ("Not reproduced: " + phrase + "; range scaled to 17,005-17,692 ports for "
+                    "447-466 conn/s"), line
+    line = slide_line("not_reproduced", phrase + " in 6 series", conditions)
+    assert line == ("Not reproduced: " + phrase + " in 6 series; 30,000 zones; tw cap 588-681"
+                    ), line  # the range's essential does not fit: the conditions after it do
+    # no room even for the essentials: the last conditions go, never the figure
+    line = slide_line("inconclusive", "XoT 1.07x [0.87, 1.37] TCP's mean time per zone over "
+                      "3 repetitions (1.79 vs 1.67 ms), 100 % of its connections (bind->bind)",
+                      conditions)
+    assert "[0.87, 1.37]" in line and "(bind->bind)" in line and len(line) <= LINE_LIMIT, line
+    assert line.startswith("Inconclusive: XoT 1.07x [0.87, 1.37]"), line
+    # a phrase too long alone is cut by whole clauses, never inside its interval
     line = slide_line("reproduced", "word " * 40, conditions)
-    assert len(line) <= LINE_LIMIT and line.endswith("; ".join(conditions)), line
-    assert "…" in line
+    assert len(line) <= LINE_LIMIT and "…" in line, line
     assert slide_line("not_applicable", None, []) == "Not applicable: "
+    assert essential("range sized to run out at 38 s (620-628 conn/s; seed: ...)") == (
+        "range sized to run out at 38 s")
 
 
 def test_a_shortened_phrase_keeps_whole_clauses_and_never_half_a_figure() -> None:
     """resolver-cache's full run 3275: the slide said "...(seed: 230-407 ms): the
-    emulated…" and "(slowest answer / run time: -q 100…"."""
+    emulated…" and "(slowest answer / run time: -q 100…". The measured figure now comes
+    first: the cores condition gives way where both do not fit."""
     unbound = ["Unbound on 1 of 2 cores (seed: 4)"]
     cold = ("cold passes averaged 96-106 ms at -q 100, 200 (seed: 230-407 ms): the emulated "
             "internet, not the cache, sets the ratio")
-    assert slide_line("not_applicable", cold, unbound) == (
-        "Not applicable: cold passes averaged 96-106 ms at -q 100, 200 (seed: 230-407 ms); "
-        "Unbound on 1 of 2 cores (seed: 4)")
+    assert slide_line("not_applicable", cold, unbound) == "Not applicable: " + cold
     bounded = ("every -q step has a pass bounded by its slowest name (slowest answer / run "
                "time: -q 100 52%, -q 200 95%, -q 300 97%)")
-    assert slide_line("not_applicable", bounded, unbound) == (
-        "Not applicable: every -q step has a pass bounded by its slowest name; Unbound on 1 "
-        "of 2 cores (seed: 4)")
+    assert slide_line("not_applicable", bounded, unbound) == "Not applicable: " + bounded
+    assert slide_line("not_applicable", "cold passes averaged 96-106 ms", unbound) == (
+        "Not applicable: cold passes averaged 96-106 ms; Unbound on 1 of 2 cores (seed: 4)")
+    assert _shorten("XoT 1.07x [0.87, 1.37] TCP's time and more words", 20) == "XoT 1.07x…"
 
 
 def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
@@ -414,8 +471,8 @@ def test_smallest_delay_judges_the_axfr_by_the_secondarys_log(tmp_path: Path) ->
     cells[1].csv["repetitions.csv"] = (columns, [[r, 0.22, 0.0, 1.0, 0.0] for r in range(3)])
     v = verdicts_of(f3_fx.write_xfr_run(tmp_path, "xfr-smallest", cells))["F3.smallest.delay"]
     assert v["status"] == "reproduced", (v["measured"], v["detail"])
-    assert v["line"] == ("Reproduced: AXFR +0.000-+0.001 s by the secondaries' logs (seed: "
-                         "-0.646..+0.354 s)"), v["line"]
+    assert v["line"] == ("Reproduced: AXFR +0.000-+0.001 s [+0.000, +0.002] by the "
+                         "secondaries' logs (seed: -0.646..+0.354 s)"), v["line"]
     assert "+0.225 s from process start" in v["measured"], v["measured"]
 
 

@@ -68,8 +68,35 @@ def test_index_lists_runs_with_verdicts(results: Path) -> None:
     assert not any(p.startswith("xfr-tld/") for p in paths)
     proc = cli("runs", "--results", str(results), "--experiment", "xfr-30k-zones")
     assert proc.returncode == 0, proc.stderr
-    assert "3 reproduced" in proc.stdout and "4 lab checks hold" in proc.stdout
-    assert "7 reproduced" not in proc.stdout
+    table = proc.stdout.split("census of")[0]
+    assert "3 reproduced" in table and "4 lab checks hold" in table
+    assert "7 reproduced" not in table
+    # the census: every claim and check judged, or not applicable for a setting (no cell ran
+    # the seed's range, no TLS cells), per finding
+    census = index.census(good["verdicts"])
+    assert census["F3"]["judged"] == 7 and census["F3"]["setting"] == 2
+    assert census["F3"]["machine"] == 0
+    assert index.census_text(census["F3"]) == ("7 judged (7 reproduced or holding); not "
+                                               "applicable: 2 setting")
+    assert "F3: 7 judged (7 reproduced or holding); not applicable: 2 setting" in " ".join(
+        proc.stdout.split())
+
+
+def test_the_census_counts_judged_and_each_cause_of_not_applicable() -> None:
+    verdicts = [{"finding": "F2", "status": "not_applicable", "cause": "machine"},
+                {"finding": "F2", "status": "reproduced"},
+                {"finding": "F3", "status": "inconclusive"},
+                {"finding": "F3", "status": "not_reproduced"},
+                {"finding": "F3", "status": "not_applicable", "cause": "setting"},
+                {"finding": "F3", "status": "not_applicable"},  # a summary without causes
+                {"claim_id": "F6.tcp-cost", "status": "error"}]
+    counted = index.census(verdicts)
+    assert index.census_text(counted["F2"]) == ("1 judged (1 reproduced or holding); not "
+                                                "applicable: 1 machine")
+    assert index.census_text(counted["F3"]) == (
+        "2 judged (1 not reproduced or failing, 1 inconclusive); not applicable: "
+        "1 setting, 1 unclassified")
+    assert index.census_text(counted["F6"]) == "0 judged; 1 incomplete or in error"
 
 
 def test_an_index_from_before_the_kind_column_is_rebuilt(results: Path) -> None:
@@ -100,5 +127,22 @@ def test_compare_draws_side_by_side(results: Path, tmp_path: Path) -> None:
     md = (folder / "compare.md").read_text()
     assert "| F3.default.connect-failures | reproduced:" in md
     assert "not_applicable: precondition unmet" in md
+    assert "| the runs |" in md and "same verdict" in md
     proc = cli("compare", "--results", str(results), a, "xfr-tld/20250105T000000Z-tld")
     assert proc.returncode == 2 and proc.stderr.startswith("error: no plot applies")
+
+
+def test_two_runs_agree_when_no_verdict_flips() -> None:
+    from analysis.compare import agreement
+
+    def v(status: str, low: float | None = None, high: float | None = None) -> dict:
+        return {"status": status, "intervals": [] if low is None else [
+            {"what": "XoT/TCP", "low": low, "high": high}]}
+
+    assert agreement([v("reproduced"), v("reproduced")]) == "same verdict"
+    assert agreement([v("reproduced"), v("not_reproduced")]) == "FLIP"
+    assert agreement([v("inconclusive", 0.87, 1.37), v("not_reproduced", 1.10, 1.30)]) == (
+        "no flip, intervals overlap")
+    assert agreement([v("inconclusive", 0.87, 1.05), v("not_reproduced", 1.10, 1.30)]) == (
+        "no flip, intervals apart")
+    assert agreement([v("reproduced"), v("not_applicable")]) == "differs"

@@ -43,6 +43,12 @@ def test_run_analysis_writes_summary_plots_and_report(results: Path) -> None:
     assert md.index("## Verdicts") < md.index("## Plots") < md.index("## Environment")
     assert "| ✔ reproduced | **Reproduced: " in md  # the slide line first
     assert "F3.default.connect-failures" in md
+    # the census, and what a verdict rests on / what a not applicable one needs
+    assert "- census F3: 7 judged (7 reproduced or holding); not applicable: 2 setting" in md
+    assert "(needs a setting)" in md and "(rests on one measurement" in md
+    assert "F3: 7 judged (7 reproduced or holding); not applicable: 2 setting" in html
+    assert {v["cause"] for v in summary["verdicts"] if v["status"] == "not_applicable"} == {
+        "setting"}
     assert (results / "index.sqlite").is_file()
 
 

@@ -53,6 +53,11 @@ def test_the_book_shows_every_finding_and_verdict(root: Path, tmp_path: Path) ->
     assert slides[0].startswith("DNS performance lab") and slides[-1] == "Environment"
     for finding in findings.all_findings():
         assert f"{finding.id}: {finding.title}" in slides
+    assert "Census: judged, and what the machine or a setting left unjudged" in slides
+    # per finding: judged / not applicable (machine) / not applicable (setting)
+    pages = {p.id: p for p in book.collect(book.newest_runs(root), tmp_path / "census")}
+    assert re.fullmatch(r"\d+ judged.*", pages["F3"].census), pages["F3"].census
+    assert f"Census: {pages['F3'].census}" in html
     assert (out / "deck.pdf").read_bytes().startswith(b"%PDF")
     assert len(re.findall(rb"/Type\s*/Page\b", (out / "deck.pdf").read_bytes())) == len(slides)
 

@@ -187,3 +187,88 @@ def test_tcp_sysctl_stats_cover_latency_percentiles_and_lost_queries(tmp_path):
     # a measure equal in every trial (no lost query anywhere) is compared without failing
     assert "lost" in out["l100"]
     assert _json.loads((run.dir / "stats.json").read_text())["control"] == "default"
+
+
+# --- intervals over repetitions ----------------------------------------------------------------
+
+def test_a_mean_interval_is_students_t() -> None:
+    values = [1.0, 1.1, 0.9]
+    found = stats.mean_interval(values)
+    half = 4.302653 * np.std(values, ddof=1) / np.sqrt(3)
+    assert found.estimate == pytest.approx(1.0)
+    assert (found.low, found.high) == pytest.approx((1.0 - half, 1.0 + half), rel=1e-5)
+    assert found.describe() == "95 % t interval over 3 repetitions"
+    one = stats.mean_interval([2.5])
+    assert one.single and one.low == one.high == 2.5
+    assert one.describe() == "a single measurement: no interval"
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_fiellers_interval_covers_the_true_ratio_as_often_as_it_says(paired: bool) -> None:
+    """3 repetitions a side, a true ratio of 1.2: the 95 % interval holds it ~95 % of the time
+    (a bootstrap of 3 values would hold it far less often)."""
+    rng = np.random.default_rng(3)
+    hits = 0
+    for _ in range(400):
+        shared = rng.normal(0, 3, 3) if paired else np.zeros(3)  # the machine's drift
+        tcp = 50 + shared + rng.normal(0, 2, 3)
+        tls = 60 + 1.2 * shared + rng.normal(0, 2, 3)
+        found = stats.ratio_of_means_interval(tls, tcp, paired=paired)
+        hits += found.low <= 1.2 <= found.high
+    assert 0.91 <= hits / 400 <= 0.99, hits
+
+
+def test_fieller_pairs_take_the_shared_drift_out() -> None:
+    """Run 8f88: TCP 51.1 / 52.6 / 42.3 s, XoT 64.0 / 66.9 / 50.3 s back to back. Unpaired the
+    interval reaches below 1.10x; paired, every pair 1.19-1.27x, it does not."""
+    tcp, tls = [51.1, 52.6, 42.3], [64.0, 66.9, 50.3]
+    unpaired = stats.ratio_of_means_interval(tls, tcp)
+    paired = stats.ratio_of_means_interval(tls, tcp, paired=True)
+    assert unpaired.estimate == paired.estimate == pytest.approx(181.2 / 146.0)
+    assert unpaired.low < 1.10 < paired.low and paired.paired
+    # a denominator not told from zero has no finite interval
+    wild = stats.ratio_of_means_interval([1.0, 1.1, 0.9], [0.1, -0.1, 0.05])
+    assert not wild.bounded
+
+
+def test_bootstrap_intervals_are_seeded() -> None:
+    a, b = [100, 104, 98, 101, 103], [50, 52, 49, 51, 50]
+    first = stats.ratio_of_medians_interval(a, b, paired=True)
+    assert first == stats.ratio_of_medians_interval(a, b, paired=True)
+    assert first.estimate == pytest.approx(101 / 50)
+    assert first.low <= first.estimate <= first.high
+    median = stats.median_interval([0.0, 0.001, 0.0, 0.002])
+    assert median.low <= median.estimate <= median.high and median.method == "bootstrap"
+
+
+def test_the_rank_interval_is_where_the_mann_whitney_tests_cannot_tell() -> None:
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(1)
+    base, other = rng.normal(20000, 400, 20), rng.normal(21600, 400, 20)
+    found = stats.rank_ratio_interval(other, base, alpha=0.05)
+    assert found.level == pytest.approx(0.90) and found.low < found.estimate < found.high
+    just_in, just_out = 1 + found.low + 0.002, 1 + found.low - 0.002
+    assert mannwhitneyu(other, base * just_in, alternative="greater").pvalue >= 0.05
+    assert mannwhitneyu(other, base * just_out, alternative="greater").pvalue < 0.05
+    assert mannwhitneyu(other, base * (1 + found.high + 0.002), alternative="less").pvalue \
+        < 0.05
+
+
+def test_the_repetitions_that_would_decide_an_interval() -> None:
+    """From the spread seen: the interval's half-width shrinks as t(n-1)/sqrt(n); the n it
+    names puts the interval on one side of the edge, one fewer does not."""
+    values = [1.0, 1.12, 0.95, 1.05]
+    found = stats.mean_interval(values)
+    edge = 1.12
+    assert found.low < edge < found.high
+    n = stats.repetitions_to_decide(found, edge)
+    assert n is not None and n > len(values)
+    sd = np.std(values, ddof=1)
+
+    def upper(count: int) -> float:
+        return found.estimate + float(stats.stats.t.ppf(0.975, count - 1)) * sd / np.sqrt(count)
+
+    assert upper(n) < edge <= upper(n - 1)
+    # a figure on the edge: no number of repetitions decides it
+    assert stats.repetitions_to_decide(stats.mean_interval([1.1, 1.2, 1.15]), 1.15) is None
