@@ -223,7 +223,7 @@ def _chosen_in_run(run: Run) -> list[tuple[str, Any]]:
     for cell_id, cell in (meta.get("cells") or {}).items():
         if isinstance(cell, dict) and cell.get("wan"):
             wan = {node: {k: v for k, v in applied.items() if k in (
-                "backend", "delay_ms", "jitter_ms", "loss_pct", "readback")}
+                "backend", "delay_ms", "jitter_ms", "loss_pct", "readback", "sysctls")}
                 for node, applied in cell["wan"].items()}
             items.append((f"WAN links ({cell_id})", wan))
             if cell.get("wan_counters"):

@@ -19,6 +19,13 @@ Two backends, chosen per kernel:
   and drops `loss_pct` % of them. Read back: the iptables rule and the delayer's counters
   (`build/labs/<lab>/wan/<node>.json`, rewritten every second and at exit). Its pid file sits
   beside; `lab down` stops it (a container's removal would not: it is a host process).
+
+Either way a delayed packet stays its sender's until it leaves the node, and Linux's TCP
+autocorking holds a socket's next small write back until an earlier one has left (on a real
+link microseconds): on a delayed node it held that write for the whole delay, so a TLS
+client's first query, written right after its Finished, left one delay late (F6 NOTES.md,
+"Where the ~40 ms stalls come from"). `apply` turns autocorking off in the shaped node's
+namespace (`net.ipv4.tcp_autocorking` 0, per namespace, gone with it) and reads it back.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from dnslab import sysctl
 from dnslab.errors import LabError
 from dnslab.nsenter import run_in
 from dnslab.wait import WaitTimeout, wait_until
@@ -45,6 +53,8 @@ from dnslab.wait import WaitTimeout, wait_until
 IFACE = "eth1"
 QUEUE_NUM = 7
 KEYS = ("delay_ms", "jitter_ms", "loss_pct")
+# set in every shaped node's namespace (module docstring)
+SHAPED_SYSCTLS = {"net.ipv4.tcp_autocorking": "0"}
 
 
 class LabHost(Protocol):
@@ -120,11 +130,13 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
     """Shape the node's eth1 output; return what was applied and read back. `python_path`:
     folders the delayer's python also imports from (where NetfilterQueue was copied to on a
     host that has no package of it)."""
+    sysctls = sysctl.apply_in_netns(netns_path, SHAPED_SYSCTLS)
     if kernel_has_netem(netns_path):
         _in_ns(netns_path, ["tc", "qdisc", "replace", "dev", IFACE, "root",
                             *shape.netem_args()])
         readback = _in_ns(netns_path, ["tc", "qdisc", "show", "dev", IFACE]).stdout.strip()
-        return {"backend": "netem", **asdict(shape), "readback": readback}
+        return {"backend": "netem", **asdict(shape), "readback": readback,
+                "sysctls": sysctls}
     out = state_dir(lab_root)
     out.mkdir(parents=True, exist_ok=True)
     stats = out / f"{node}.json"
@@ -156,7 +168,7 @@ def apply(lab_root: Path, node: str, netns_path: str, shape: LinkShape,
                         "NFQUEUE", "--queue-num", str(QUEUE_NUM)])
     rules = _in_ns(netns_path, ["iptables-legacy", "-w", "-S", "OUTPUT"]).stdout.strip()
     return {"backend": "nfqueue", **asdict(shape), "readback": rules,
-            "delayer_pid": proc.pid, "stats_file": str(stats)}
+            "delayer_pid": proc.pid, "stats_file": str(stats), "sysctls": sysctls}
 
 
 def apply_on(host: LabHost, lab_root: Path, node: str, netns_path: str, shape: LinkShape,

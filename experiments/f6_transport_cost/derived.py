@@ -194,6 +194,14 @@ def server_cores(run: Run, server: str) -> int | None:
     return int(found) if found is not None else None
 
 
+def nodelay_of(run: Run, server: str, transport: str) -> bool | None:
+    """Whether the server's end of a connection over the transport had TCP_NODELAY set
+    (its cell's `nodelay_<t>`; None: not read, as in runs before it was)."""
+    cell = server_cells(run).get(server)
+    found = cell.figure(f"nodelay_{transport}", optional=True) if cell is not None else None
+    return None if found is None else bool(found)
+
+
 def tls_of(run: Run, server: str, transport: str) -> str:
     """What the server's listener negotiated ("TLSv1.3 TLS_AES_256_GCM_SHA384 [h2]")."""
     cell = server_cells(run).get(server)
@@ -226,6 +234,14 @@ def median_ms(latencies: latency.Latencies) -> float | None:
         return None
     cumulative = np.cumsum(latencies.counts)
     return float(latencies.upper_ms[int(np.searchsorted(cumulative, latencies.answered / 2))])
+
+
+def responder_median_ms(run: Run, transport: str, mode: str = PERSISTENT) -> float | None:
+    """The lab's responder's median answer over the transport and mode (the ceiling cell:
+    the same paced load against `dnsload serve`, TCP_NODELAY on); None: not measured."""
+    cell = ceiling_cell(run)
+    pooled = pooled_latency(cell, transport, mode) if cell is not None else None
+    return median_ms(pooled) if pooled is not None else None
 
 
 def rtt_ms(run: Run) -> float:

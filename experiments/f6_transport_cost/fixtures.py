@@ -130,25 +130,32 @@ def latency_histogram(median_ms: float, rng: np.random.Generator, answers: int =
                                   zip([*LATENCY_BINS, float("inf")], counts, strict=True)]
 
 
-def transport_latency_run(root: Path, *, rtts: dict[str, dict[str, float]] | None = None,
+def transport_latency_run(root: Path, *, rtts: dict[str, float] | None = None,
+                          server_rtts: dict[str, dict[str, float]] | None = None,
+                          nodelay: dict[str, dict[str, bool]] | None = None,
                           rtt_ms: float = 20.0, applied_ms: float | None = None,
-                          sent_share: float = 1.0, tls_version: str = "TLSv1.3",
+                          sent_share: float = 1.0, tls_version: str | None = "TLSv1.3",
                           servers: tuple[str, ...] = ("unbound", "dnsdist", "bind", "nsd"),
                           per_query: bool = True, trials: int = 2, seed: int = 6,
                           **kwargs: Any) -> Path:
     """Each server's trials per transport and mode, every answer's latency around a number
     of round trips (`rtts`: {"<transport>" or "<transport>/per-query": RTTs}, default one
-    for every transport kept open, 2 for TCP and 3 for DoT per query); the client's delay
-    read back as `applied_ms` (default `rtt_ms`); each paced trial sent `sent_share` of its
-    rate; `per_query` False: connections kept open only."""
+    for every transport kept open, 2 for TCP and 3 for DoT per query; `server_rtts` over
+    them for one server, not the responder); whether each server's sockets had TCP_NODELAY
+    set (`nodelay`: {server: {transport: bool}}; not read where not given); the client's
+    delay read back as `applied_ms` (default `rtt_ms`); each paced trial sent `sent_share`
+    of its rate; `per_query` False: connections kept open only; `tls_version` None: no TLS
+    session recorded."""
     rng = np.random.default_rng(seed)
-    wanted = {"udp": 1.02, "tcp": 1.03, "dot": 1.04, "doh": 1.06, "tcp/per-query": 2.05,
-              "dot/per-query": 3.08, **(rtts or {})}
+    base = {"udp": 1.02, "tcp": 1.03, "dot": 1.04, "doh": 1.06, "tcp/per-query": 2.05,
+            "dot/per-query": 3.08, **(rtts or {})}
     rate = 500.0
+    tls = f"{tls_version} TLS_AES_256_GCM_SHA384" if tls_version else ""
     cells: list[CellData] = []
     for name, transports in (("ceiling", ("udp", "tcp", "dot", "doh")),
                              *((s, SERVES[s]) for s in servers)):
         rows, files = [], {}
+        wanted = {**base, **(server_rtts or {}).get(name, {})}
         for trial in range(1, trials + 1):
             for key, rtts_ in wanted.items():
                 transport, _, mode = key.partition("/")
@@ -162,8 +169,7 @@ def transport_latency_run(root: Path, *, rtts: dict[str, dict[str, float]] | Non
                 scale = 0.98 if name == "ceiling" else 1.0
                 files[file] = latency_histogram(rtt_ms * rtts_ * scale, rng)
                 row = _row(trial, mode, transport, rate * sent_share, 20.0, file, rate,
-                           tls=f"{tls_version} TLS_AES_256_GCM_SHA384"
-                           if transport in ("dot", "doh") else "")
+                           tls=tls if transport in ("dot", "doh") else "")
                 rows.append(row)
         if name == "ceiling":
             cells.append(CellData({"phase": "ceiling", "responder_node": "resolver"}, {},
@@ -173,8 +179,10 @@ def transport_latency_run(root: Path, *, rtts: dict[str, dict[str, float]] | Non
         node, role = NODES[name]
         cells.append(CellData({"server": name, "server_node": node, "role": role},
                               {"not_served": {}, "server_cores": 1, "rtt_ms": rtt_ms,
-                               **{f"tls_{t}": f"{tls_version} TLS_AES_256_GCM_SHA384"
-                                  for t in ("dot", "doh") if t in SERVES[name]}},
+                               **{f"tls_{t}": tls for t in ("dot", "doh")
+                                  if t in SERVES[name] and tls},
+                               **{f"nodelay_{t}": on for t, on in
+                                  (nodelay or {}).get(name, {}).items()}},
                               csv={"trials.csv": (ROW_HEADER, rows), **files}))
     run = write_run(root, "transport-latency", cells, topology=TOPOLOGY,
                     params={"servers": list(servers), "rtt_ms": rtt_ms, "rate": rate,

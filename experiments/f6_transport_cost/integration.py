@@ -3,8 +3,11 @@ at SCALE=ci on both runtimes): each run measured what its claims and plots need,
 lab's guarantees kept. Every transport's generator ceiling against `dnsload serve`; every
 server over each transport its packaged version serves (the others recorded as not served),
 answering NOERROR from memory over connections kept open, on the server's cores while the
-generator ran on its own; TLS 1.3 on every encrypted listener; under an emulated round trip,
-that delay read back in every cell and every answer slower than it."""
+generator ran on its own; TLS 1.3 on every encrypted listener; each server's TCP_NODELAY read
+off its own socket (the responder's on); under an emulated round trip, that delay read back
+in every cell (autocorking off where it is applied), every answer slower than it, and the
+responder's new DoT connection at the handshakes' count (nothing of the lab's own adds a
+round trip)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,8 @@ def check(run: Run, runtime: str, summary: dict[str, Any]) -> None:
         assert derived.median_qps(top, transport) > 0, transport
         if transport in ("dot", "doh"):
             assert ceiling.figures[f"tls_{transport}"].startswith("TLSv1.3"), transport
+        if transport != "udp":  # Go's sockets: TCP_NODELAY on
+            assert ceiling.figures[f"nodelay_{transport}"] is True, transport
     cells = derived.server_cells(loaded)
     assert list(cells) == list(run.params["servers"])
     for server, cell in cells.items():
@@ -56,6 +61,8 @@ def check(run: Run, runtime: str, summary: dict[str, Any]) -> None:
             assert found.noerror_share >= 0.99, (server, transport, found)
             if transport in ("dot", "doh"):
                 assert cell.figures[f"tls_{transport}"].startswith("TLSv1.3"), server
+            if transport != "udp":
+                assert derived.nodelay_of(loaded, server, transport) is not None, server
         kept = frame[frame["mode"] == derived.PERSISTENT]
         assert (kept["reconnections"].fillna(0).astype(float) == 0).all(), server
     assert {v["claim_id"] for v in summary["verdicts"]} == set(experiment_claims(run.spec.name))
@@ -68,6 +75,8 @@ def _latency(loaded: Any) -> None:
     rtt = derived.rtt_ms(loaded)
     for cell in loaded.cells:
         assert derived.wan_applied(loaded, cell) == rtt, cell.id
+        for applied in loaded.meta["cells"][cell.id]["wan"].values():
+            assert applied["sysctls"] == {"net.ipv4.tcp_autocorking": "0"}, cell.id
         frame = derived.trials(cell)
         for transport, mode in {(t, m) for t, m in zip(frame["transport"], frame["mode"],
                                                         strict=True)}:
@@ -76,3 +85,8 @@ def _latency(loaded: Any) -> None:
             fastest = float(pooled.upper_ms[pooled.counts > 0].min())
             # a histogram bucket's upper edge: the fastest answer's bucket ends above the RTT
             assert fastest >= rtt, (cell.id, transport, mode, fastest)
+    # TCP's, then TLS 1.3's handshake, then the query: 3 round trips (4.1 while the delayed
+    # client's autocorking held its first query behind its Finished for one more delay)
+    responder = derived.responder_median_ms(loaded, "dot", derived.PER_QUERY)
+    if responder is not None:
+        assert abs(responder / rtt - 3) <= 0.6, responder

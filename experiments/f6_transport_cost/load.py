@@ -5,22 +5,31 @@ against a server or against `dnsload serve` (the generator's ceiling). Every tri
 the same row, whichever tool ran it; with `histogram`, the answers' latencies are kept as
 dnsperf -v's histogram file (`upper_s`, `count`), from either tool. `tls_session` reads
 what a TLS listener negotiates with OpenSSL's defaults (dnsperf's library), from the
-client's namespace.
+client's namespace; `server_nodelay` whether the server's own end of a connection has
+TCP_NODELAY set (Nagle's algorithm off).
 """
 
 from __future__ import annotations
 
 import csv
+import ctypes
+import os
+import re
 import socket
 import ssl
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.exception
+import dns.message
+import dns.query
+
 from dnslab.errors import LabError
 from dnslab.lab import Lab
-from dnslab.nsenter import in_netns
+from dnslab.nsenter import in_netns, run_in
 from dnslab.probe import check_lab_address
 from dnslab.servers.base import DOH_PATH, TRANSPORT_PORTS
 from experiments.generators import perf
@@ -172,3 +181,79 @@ def tls_session(lab: Lab, node: str, address: str, transport: str) -> str:
     except (OSError, ssl.SSLError) as exc:
         raise LabError(f"no TLS handshake with {address}:{port} ({transport}): {exc}",
                        hint="is its listener up? see the server's log in the cell folder") from None
+
+
+# pidfd_getfd(2), Linux 5.6+: the same number on every architecture
+SYS_PIDFD_GETFD = 438
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def server_nodelay(lab: Lab, client: str, server_node: str, address: str,
+                   transport: str) -> bool | None:
+    """Whether the server's own end of a connection over `transport` (tcp, dot, doh) has
+    TCP_NODELAY set: with it off (Nagle's algorithm), a small answer written while an earlier
+    segment is unacknowledged waits for the client's ACK, which Linux delays up to 40 ms.
+    One connection from `client`'s namespace, set up as a client's is (TCP: a query answered;
+    DoT: the TLS handshake and a query answered; DoH: the handshake), then the server's end
+    of it found in `server_node`'s namespace (`ss -p`) and its option read with getsockopt
+    on a duplicate of the server's file descriptor (pidfd_getfd). None for UDP, or where it
+    cannot be read (no such socket found, a kernel without pidfd_getfd)."""
+    if transport not in ("tcp", "dot", "doh"):
+        return None
+    check_lab_address(address)
+    port = TRANSPORT_PORTS[transport]
+
+    def connect() -> socket.socket:
+        raw = socket.create_connection((address, port), timeout=5)
+        if transport == "tcp":
+            conn: socket.socket = raw
+        else:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE  # the lab's own self-signed certificates
+            if transport == "doh":
+                context.set_alpn_protocols(["h2"])
+            conn = context.wrap_socket(raw)
+        if transport != "doh":
+            expiration = time.time() + 5
+            try:  # an answer: the server has set up its end as it does for any client
+                dns.query.send_tcp(conn, dns.message.make_query("example.test.", "SOA"),
+                                   expiration)
+                dns.query.receive_tcp(conn, expiration)
+            except (dns.exception.DNSException, OSError):
+                pass  # its socket's option is read all the same
+        return conn
+
+    try:
+        conn = in_netns(lab.netns(client), connect)
+    except (OSError, ssl.SSLError) as exc:
+        raise LabError(f"no {transport} connection to {address}:{port}: {exc}",
+                       hint="is its listener up? see the server's log in the cell folder"
+                       ) from None
+    try:
+        local = conn.getsockname()[1]
+        listed = run_in(lab.netns(server_node),
+                        ["ss", "-Htnp", "state", "established",
+                         f"( sport = :{port} and dport = :{local} )"], check=False).stdout
+        owner = re.search(r"pid=(\d+),fd=(\d+)", listed)
+        return socket_nodelay(int(owner[1]), int(owner[2])) if owner else None
+    finally:
+        conn.close()
+
+
+def socket_nodelay(pid: int, fd: int) -> bool | None:
+    """TCP_NODELAY of process `pid`'s socket `fd`, read on a duplicate of it (pidfd_getfd:
+    root, Linux 5.6+; closing the duplicate leaves the process's socket as it was)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    try:
+        copy = int(_libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0))
+        if copy < 0:
+            return None
+        with socket.socket(fileno=copy) as sock:
+            return bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    finally:
+        os.close(pidfd)

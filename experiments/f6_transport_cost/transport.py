@@ -34,7 +34,9 @@ connection.
   `connections` (established TCP connections in the server's namespace, mean));
   raw tool output per trial. Figures per transport t: `qps_<t>` (median), `qps_trials_<t>`,
   `noerror_share_<t>`, `lost_<t>`, `connections_<t>`, `server_cores_busy_pct_<t>`,
-  `generator_cpu_pct_<t>`, `generator_<t>`, `tls_<t>`; and `transports` (served),
+  `generator_cpu_pct_<t>`, `generator_<t>`, `tls_<t>`, `nodelay_<t>` (TCP, DoT, DoH: whether
+  the server's end of a connection has TCP_NODELAY set, `load.server_nodelay`; the ceiling
+  cell's too, for the responder); and `transports` (served),
   `not_served` ({transport: why}), `server_cores`, `server_node`, `warm_qps`.
 
 `latency` (transport-latency): the client's link delayed by `rtt_ms` (dnslab.wan: every
@@ -71,7 +73,7 @@ from dnslab.render import LabData, ZoneRef, reference_data
 from dnslab.servers import driver, merge_options
 from dnslab.servers.base import TRANSPORTS
 from dnslab.topology import Topology
-from experiments.f6_transport_cost.load import Load, run_load, tls_session
+from experiments.f6_transport_cost.load import Load, run_load, server_nodelay, tls_session
 from experiments.generators import perf
 from experiments.generators.dnsload import serving
 
@@ -343,6 +345,7 @@ def run_ceiling(run: Run, nodes: ServerNodes, zones: list[ZoneRef], qfile: Path,
         with serving(lab, node, budget, cell.path / "dnsload", ["-dot", "-doh"]):
             monitors = cell.monitor([node])
             tls = {t: tls_session(lab, nodes.client, lab.address(node), t) for t in transports}
+            nodelay = _nodelay(lab, nodes.client, node, transports)
             rows = _rounds(cell, monitors, lab, nodes, node, qfile, params, generators,
                            transports, rounds, placement, daemon=False)
             monitors.stop()
@@ -351,6 +354,15 @@ def run_ceiling(run: Run, nodes: ServerNodes, zones: list[ZoneRef], qfile: Path,
         if params.get("latency_histogram"):
             cell.figures.update(latency_figures(cell, rows))
         cell.figures.update({f"tls_{t}": v for t, v in tls.items() if v})
+        cell.figures.update(nodelay)
+
+
+def _nodelay(lab: Lab, client: str, node: str, transports: list[str]) -> dict[str, bool]:
+    """`nodelay_<t>`: whether the server's end of a connection over each stream transport
+    has TCP_NODELAY set (`load.server_nodelay`; left out where it cannot be read)."""
+    found = {t: server_nodelay(lab, client, node, lab.address(node), t)
+             for t in transports if t != "udp"}
+    return {f"nodelay_{t}": value for t, value in found.items() if value is not None}
 
 
 def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qfile: Path,
@@ -378,6 +390,7 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
                             cell.path / "dnsperf-warm.txt", runs=1, clients=1,
                             outstanding=100, timeout_s=float(params["timeout_s"]))
         tls = {t: tls_session(lab, nodes.client, lab.address(node), t) for t in transports}
+        nodelay = _nodelay(lab, nodes.client, node, transports)
         monitors = cell.monitor([node])
         rows = _rounds(cell, monitors, lab, nodes, node, qfile, params, generators,
                        transports, int(params["trials"]), placement, daemon=True)
@@ -386,7 +399,7 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
         if params.get("latency_histogram"):
             cell.figures.update(latency_figures(cell, rows))
         cell.figures.update({
-            **{f"tls_{t}": v for t, v in tls.items() if v},
+            **{f"tls_{t}": v for t, v in tls.items() if v}, **nodelay,
             "transports": transports, "not_served": not_served, "server_node": node,
             "server_cores": len(cpus.parse(placement.server)),
             "warm_qps": round(warm.qps, 1), "warm_completed": warm.completed,

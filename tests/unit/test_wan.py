@@ -97,3 +97,20 @@ def test_wan_on_a_node_of_another_host_is_applied_there_with_this_nfqueue(tmp_pa
     from dnslab.hosts import LOCAL_HOST
 
     wan.ship_delayer(LOCAL_HOST)  # this machine has it already: nothing to copy
+
+
+def test_a_shaped_node_stops_autocorking_and_reads_it_back(tmp_path, monkeypatch):
+    """A delayed packet is its sender's until it leaves: autocorking would hold the socket's
+    next small write back for the whole delay (a DoT query behind the client's Finished),
+    so `apply` turns it off in the node's namespace and says what the kernel read back."""
+    written, commands = [], []
+    monkeypatch.setattr(wan.sysctl, "apply_in_netns",
+                        lambda netns, values: written.append((netns, values)) or dict(values))
+    monkeypatch.setattr(wan, "kernel_has_netem", lambda netns: True)
+    monkeypatch.setattr(wan, "_in_ns", lambda netns, argv, check=True: commands.append(argv)
+                        or subprocess.CompletedProcess(argv, 0, "qdisc netem 8001: root", ""))
+    applied = wan.apply(tmp_path, "client", "/run/netns/x", wan.LinkShape(20))
+    assert written == [("/run/netns/x", {"net.ipv4.tcp_autocorking": "0"})]
+    assert applied["sysctls"] == {"net.ipv4.tcp_autocorking": "0"}
+    assert applied["backend"] == "netem" and ["tc", "qdisc", "replace", "dev", "eth1", "root",
+                                              "netem", "delay", "20ms"] in commands
