@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dnslab import cpus
 from dnslab.errors import LabError
-from dnslab.hosts import Host
+from dnslab.hosts import LOCAL_HOST, Host
 from dnslab.nsenter import netns_path
 from dnslab.processes import pid_alive, terminate  # noqa: F401 (used by lab.py, tests)
 from dnslab.render import RenderedLab, node_sysctls
