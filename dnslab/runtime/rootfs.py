@@ -117,9 +117,11 @@ def read_stamp(root: Path) -> dict:
 
 
 def describe(root: Path) -> str:
-    """One line for a run's records: "trixie root file system (debootstrap)"."""
+    """One line for a run's records: "trixie root file system (debootstrap)", or "(image
+    dnslab/tools:2.14.0-5)" for one exported from that image."""
     stamp = read_stamp(root)
-    source = str(stamp.get("source", "")).split(" ", 1)[0]
+    words = str(stamp.get("source", "")).split()
+    source = " ".join(words[:2] if words[:1] == ["image"] else words[:1])
     return f"{stamp.get('suite', '?')} root file system" + (f" ({source})" if source else "")
 
 

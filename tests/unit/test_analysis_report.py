@@ -195,6 +195,24 @@ def test_the_environment_repeats_what_the_run_warned_about(tmp_path: Path) -> No
     assert not [k for k, _ in _environment(Run(tmp_path, {"cells": {}})) if k == "warning"]
 
 
+def test_the_environment_names_the_load_generator_that_ran(tmp_path: Path) -> None:
+    """dnsperf as it printed itself in the client node (a Debian 12 host's netns client runs
+    Debian 13's from a root file system): the host's own 2.10 is said not to be it."""
+    from analysis.report import _environment
+    from analysis.rundata import Run
+
+    meta = {"cells": {}, "versions": {"dnsperf": "2.10.0-2", "bind9": "1:9.18.49-1~deb12u3"},
+            "generators": {"dnsperf": {"version": "2.14.0", "node": "client",
+                                       "runs_from": "trixie root file system (debootstrap)"}}}
+    items = dict(_environment(Run(tmp_path, meta)))
+    assert items["load generator: dnsperf"] == \
+        "2.14.0 (node client, trixie root file system (debootstrap))"
+    assert items["version: dnsperf"].startswith("2.10.0-2 (the host's package, not the one")
+    assert items["version: bind9"] == "1:9.18.49-1~deb12u3"
+    meta["generators"]["dnsperf"]["runs_from"] = "host package"  # a Debian 13 host's own
+    assert dict(_environment(Run(tmp_path, meta)))["version: dnsperf"] == "2.10.0-2"
+
+
 def test_the_report_says_how_busy_the_machine_was_beside_the_lab(tmp_path: Path) -> None:
     """Run de8a's shape: its TLD transfers spread 53-87 s while ~80 % of a core ran other
     test suites; the report says so, and a quiet run says quiet."""

@@ -1,5 +1,6 @@
 """perf.run_tool with a latency histogram: dnsperf -v's per-answer lines are binned (not
-kept), everything else it printed is kept, and its own exit status comes back."""
+kept), everything else it printed is kept, and its own exit status comes back; the version
+dnsperf and resperf print first is read."""
 
 from __future__ import annotations
 
@@ -52,3 +53,11 @@ def test_verbose_lines_are_binned_and_the_rest_is_kept(tmp_path: Path) -> None:
     assert "> NOERROR" not in text
     # the scratch files are gone: only the tool's summary stays in the cell
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_the_version_the_tool_printed_is_read() -> None:
+    started = "DNS Performance Testing Tool\nVersion 2.14.0\n\n[Status] Command line: dnsperf"
+    assert perf.tool_version(started) == "2.14.0"
+    assert perf.tool_version("DNS Resolution Performance Testing Tool\nVersion 2.10.0\n") \
+        == "2.10.0"
+    assert perf.tool_version("dnsperf: invalid option -- 'V'\nUsage: dnsperf") is None

@@ -165,6 +165,11 @@ def test_a_made_root_is_reused_and_another_key_is_made_again(monkeypatch, tmp_pa
     assert stamp["key"] == root.key and stamp["source"] == "debootstrap trixie"
     assert stamp["versions"] == {"dnsperf": "2.14.0-5", "libc6": "2.41-12"}
     assert rootfs.describe(path) == "trixie root file system (debootstrap)"
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    (exported / rootfs.STAMP).write_text(json.dumps(
+        {"suite": "trixie", "source": "image dnslab/tools:2.14.0-5 sha256:0123"}))
+    assert rootfs.describe(exported) == "trixie root file system (image dnslab/tools:2.14.0-5)"
     assert rootfs.ensure_root(root, "client") == path and made == [root.key]  # reused
     # a stamp of another key at the same place (a hand edit, an interrupted swap) is not it
     (path / rootfs.STAMP).write_text(json.dumps({**stamp, "key": "0" * 16}))
