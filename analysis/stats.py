@@ -278,7 +278,7 @@ def rank_ratio_interval(other: Sequence[float] | np.ndarray,
         """The ratio where `significant` stops (rising: holds below it) by bisection in
         log space."""
         low, high = math.log(span_low), math.log(span_high)
-        for _ in range(60):
+        for _ in range(32):  # 2^-32 of the span: far finer than any figure is printed
             mid = (low + high) / 2
             if significant(math.exp(mid)) == rising:
                 low = mid

@@ -29,7 +29,7 @@ from analysis.verdicts import evaluate
 from dnslab.findings import all_findings
 from experiments.f3_xfr import fixtures as f3_fx
 
-RESAMPLES = int(os.environ.get("DNSLAB_RESAMPLES", "4"))
+RESAMPLES = int(os.environ.get("DNSLAB_RESAMPLES", "3"))
 SEED = 41
 
 
