@@ -89,9 +89,15 @@ def terminate(pids: list[int], grace: float = STOP_GRACE_S,
 def lab_processes(labs_folder: str, lab: str | None = None) -> list[tuple[int, str]]:
     """(pid, lab) of every process whose command line names a file of a lab's folder
     (`<labs_folder>/<lab>/...`: a node's daemon, by its configuration's path), of one lab or
-    of every lab: a daemon still running once its namespace is gone is found so."""
+    of every lab: a daemon still running once its namespace is gone is found so. Only those
+    that see this host's folder there (another host emulated on this machine, with its own
+    folder at that path, has its own)."""
     from pathlib import Path
 
+    try:
+        here = os.stat(labs_folder)
+    except OSError:
+        return []
     prefix = (labs_folder.rstrip("/") + "/").encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -99,7 +105,13 @@ def lab_processes(labs_folder: str, lab: str | None = None) -> list[tuple[int, s
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
+            if prefix not in cmdline:
+                continue
+            # the path as the process sees it, through its own mount namespace
+            seen = os.stat(f"{entry}/root{labs_folder}")
         except OSError:
+            continue
+        if (seen.st_dev, seen.st_ino) != (here.st_dev, here.st_ino):
             continue
         for arg in cmdline.split(b"\0"):
             at = arg.find(prefix)

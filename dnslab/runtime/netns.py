@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from dnslab import cpus
+from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.hosts import LOCAL_HOST, Host
 from dnslab.nsenter import netns_path
@@ -45,8 +45,10 @@ from dnslab.runtime.rootfs import (
 from dnslab.servers import driver
 from dnslab.servers.manifest import manifest
 from dnslab.topology import Node, Topology
+from dnslab.wait import WaitTimeout, wait_until
 
 PREFIX = "dnslab-"
+STRAYS_WAIT_S = 10.0  # how long teardown keeps stopping a lab's processes found outside it
 # Settings every node gets: the lab is IPv4 only, so no IPv6 autoconfiguration chatter.
 BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
 # Read back from every node whether a profile sets them or not, so a run records the values
@@ -347,6 +349,7 @@ class NetnsRuntime(Runtime):
                 # the VXLAN device lives in the bridge namespace and goes with it
                 host.ip("netns", "delete", ns, check=False)
                 removed.append(f"netns {ns}{where}")
+            removed += [f"process {pid}{where}" for pid in _stop_strays(host, lab)]
             restored = host.call("restore-host-sysctls",
                                  saved_file=str(host_sysctl_file(lab)))
             removed += [f"host sysctl {k} restored to {v}{where}" for k, v in restored.items()]
@@ -360,6 +363,29 @@ def _put_root(host: Host, root: Path) -> None:
     stamp = (root / STAMP).read_bytes()
     if host.read_bytes(root / STAMP) != stamp:
         host.push([root])
+
+
+def _stop_strays(host: Host, lab: str) -> list[int]:
+    """Stop the processes of the lab left on a host once its namespaces are gone, found by
+    the lab folder their command line names: a daemon that was being started as an
+    interrupt came (`ip netns exec` had opened its namespace, not yet entered it) runs on in
+    a namespace that has no name any more. Until none is found, a few seconds at most."""
+    stopped: list[int] = []
+
+    def none_left() -> bool:
+        found = [pid for pid, _ in host.call("lab-processes", labs_folder=str(paths.LABS_STATE),
+                                             lab=lab)]
+        if found:
+            host.call("terminate", pids=found)
+            stopped.extend(p for p in found if p not in stopped)
+        return not found
+
+    try:
+        wait_until(none_left, STRAYS_WAIT_S, f"the processes of lab {lab} to end",
+                   interval=0.1)
+    except WaitTimeout:
+        pass  # said by `lab down`'s check of what is left
+    return stopped
 
 
 def _address_node(host: Host, ns: str, cidr: str) -> None:

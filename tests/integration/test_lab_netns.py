@@ -238,10 +238,29 @@ def test_make_experiment_stopped_by_sigterm_leaves_nothing(tmp_path, to):
             make.wait()
             lab_engine.down("xfr")
     assert "interrupted: the lab was torn down" in err and "Traceback" not in err, err
-    assert not [p for p in runner if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not [p for p in runner if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], err
     nothing_left("xfr")
     runs = list((tmp_path / "xfr-smallest").iterdir())
     assert len(runs) == 1 and read_meta(runs[0])["complete"] is False
+
+
+def test_lab_down_stops_a_process_of_the_lab_its_namespaces_no_longer_hold():
+    """A daemon that was being started as an interrupt came (`ip netns exec` had opened its
+    namespace, not yet entered it) runs on in a namespace whose name is gone: teardown finds
+    it by the lab folder its command line names, and stops it."""
+    lab_engine.down("reference")
+    handle = lab_engine.up("reference", runtime="netns", quiet=True)
+    config = str(handle.rendered.node_dir("primary") / "named.conf")
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", config],
+                             start_new_session=True)
+    try:
+        removed = lab_engine.down("reference")
+        assert f"process {stray.pid}" in removed
+        assert stray.poll() is not None or stray.wait(timeout=5) is not None
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+    nothing_left("reference")
 
 
 def test_not_root_is_told_to_use_sudo():
