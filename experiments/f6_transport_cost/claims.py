@@ -340,14 +340,16 @@ def _held(run: Run, server: str, transport: str, mode: str, rtts: float, rtt: fl
     """Whether a figure above its band is the server's own hold: Nagle on the server's socket
     (read in the run) while the lab's responder (TCP_NODELAY on) answered the same load within
     the band (its figure, said); None where the run does not show both."""
+    # a new TCP connection's answer is the first thing the server writes on it: nothing
+    # unacknowledged before it for Nagle to wait on
     if rtts <= high or (transport == "tcp" and mode == PER_QUERY):
-        return None  # a new TCP connection's answer is the first thing the server writes on
-        # it: nothing unacknowledged before it for Nagle to wait on
+        return None
     responder = derived.responder_median_ms(run, transport, mode)
     if (derived.nodelay_of(run, server, transport) is not False or responder is None
             or not low <= responder / rtt <= high):
         return None
     return f"the lab's responder {responder:.1f} ms"
+
 
 def _latency_cells(run: Run, min_share: float) -> tuple[float, dict[str, Cell]]:
     """The run's round trip, once it was applied to every cell, and the server cells."""
