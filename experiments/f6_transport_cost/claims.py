@@ -365,7 +365,7 @@ def test_doh_below_dot(run: Run, verdict: Verdict, margin: float, bound: float,
 # answer while an earlier segment (a TLS session ticket, the previous answer) waits for the
 # client's ACK, which Linux delays up to 40 ms (NOTES.md, "Where the ~40 ms stalls come from")
 NAGLE_HOLD = ("the server holds its answer for the client's delayed ACK (Nagle: TCP_NODELAY "
-              "off on its socket), not encryption cost")
+              "off on its socket), not the transport's round trips nor encryption cost")
 NAGLE_REMEDY = ("a server that sets TCP_NODELAY on its connections (Unbound >= 1.23 on DoT, "
                 "BIND >= 9.19.9 on TCP and DoT; NSD up to 4.13 does not), or a client that "
                 "does not delay its ACKs")
@@ -376,11 +376,16 @@ def _held(run: Run, server: str, transport: str, mode: str, rtts: float, rtt: fl
     """Whether a figure above its band is the server's own hold: Nagle on the server's socket
     (read in the run) while the lab's responder (TCP_NODELAY on) answered the same load within
     the band (its figure, said); None where the run does not show both."""
+    # a new TCP connection's answer is the first thing the server writes on it: nothing
+    # unacknowledged before it for Nagle to wait on
+    if rtts <= high or (transport == "tcp" and mode == PER_QUERY):
+        return None
     responder = derived.responder_median_ms(run, transport, mode)
-    if (rtts <= high or derived.nodelay_of(run, server, transport) is not False
-            or responder is None or not low <= responder / rtt <= high):
+    if (derived.nodelay_of(run, server, transport) is not False or responder is None
+            or not low <= responder / rtt <= high):
         return None
     return f"the lab's responder {responder:.1f} ms"
+
 
 def _latency_cells(run: Run, min_share: float) -> tuple[float, dict[str, Cell]]:
     """The run's round trip, once it was applied to every cell, and the server cells."""

@@ -206,6 +206,7 @@ def server_nodelay(lab: Lab, client: str, server_node: str, address: str,
 
     def connect() -> socket.socket:
         raw = socket.create_connection((address, port), timeout=5)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the generators'
         if transport == "tcp":
             conn: socket.socket = raw
         else:

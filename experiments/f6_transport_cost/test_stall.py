@@ -44,7 +44,7 @@ def test_a_servers_nagle_hold_is_said_with_its_figure_and_the_responders(
     for verdict in (kept, fresh):
         assert verdict["status"] == "not_applicable"
         assert "delayed ACK (Nagle: TCP_NODELAY off" in verdict["detail"]
-        assert "not encryption cost" in verdict["detail"]
+        assert "not the transport's round trips nor encryption cost" in verdict["detail"]
         assert "the lab's responder" in verdict["detail"]
         assert "2 held by the server" in verdict["line"]
     assert "unbound DoT 63.1 ms (3.15 RTT" in kept["detail"]

@@ -2,12 +2,15 @@ package main
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
+	"time"
 )
 
 // startEncrypted runs the responder's TCP, DoT and DoH listeners on loopback ports of their
@@ -206,5 +209,74 @@ func TestStreamPerQuery(t *testing.T) {
 	}
 	if enc.dotConns.Load() < 80 || st.tcpQueries.Load() < 80 {
 		t.Errorf("%d DoT connections, %d TCP queries", enc.dotConns.Load(), st.tcpQueries.Load())
+	}
+}
+
+// Paced over connections kept open, the pace starts once they are up: the queries due while
+// a slow handshake went on do not leave in one burst on the first connection up (a burst is
+// what starts a Nagle server's hold of each answer, F6 NOTES.md).
+func TestStreamPacesFromTheConnectionsBeingUp(t *testing.T) {
+	cert, _, err := serverCertificate("", "", netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	go func() {
+		for {
+			raw, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer raw.Close()
+				time.Sleep(200 * time.Millisecond) // a slow handshake
+				c := tls.Server(raw, serverTLS(cert, &encryptedStats{}))
+				q := make([]byte, 65535)
+				for {
+					var lb [2]byte
+					if _, err := io.ReadFull(c, lb[:]); err != nil {
+						return
+					}
+					n := int(lb[0])<<8 | int(lb[1])
+					if _, err := io.ReadFull(c, q[:n]); err != nil {
+						return
+					}
+					mu.Lock()
+					arrivals = append(arrivals, time.Now())
+					mu.Unlock()
+					out, _ := buildAnswer([]byte{0, 0}, q[:n], false, 0)
+					out[0], out[1] = byte((len(out)-2)>>8), byte(len(out)-2)
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	qf := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(qf, []byte("a.example A\n"), 0o644)
+	queries, _ := loadQueries(qf, 0)
+	g := &streamGen{cfg: &streamConfig{server: l.Addr().String(), mode: "dot", queryFile: qf,
+		conns: 2, outstanding: 10, duration: 0.4, rate: 100, timeout: 2e9, rd: true},
+		queries: queries, tlsConf: &tls.Config{InsecureSkipVerify: true}}
+	total := streamTotal(t, g)
+	if total == nil || total.Sent < 30 || total.Answered != total.Sent {
+		t.Fatalf("%+v", total)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
+	// at 100 qps one query every 10 ms: never 4 within 10 ms (the 200 ms of handshake would
+	// have put 20 in one burst)
+	for i := 3; i < len(arrivals); i++ {
+		if gap := arrivals[i].Sub(arrivals[i-3]); gap < 10*time.Millisecond {
+			t.Fatalf("queries %d-%d arrived within %v: a burst", i-3, i, gap)
+		}
 	}
 }

@@ -265,6 +265,14 @@ func (g *streamGen) answered(b []byte, sent time.Time) bool {
 
 func (g *streamGen) run(emit func(any)) error {
 	cfg := g.cfg
+	// connections kept open are set up before the pacing clock starts: the queries that fell
+	// due while they dialled would otherwise leave in one burst on the first one up, and a
+	// burst is what starts a Nagle server's hold, each answer then waiting for the ACK the
+	// next query brings (F6 NOTES.md, "Where the ~40 ms stalls come from")
+	var opened []net.Conn
+	if !cfg.perQuery {
+		opened = g.dialAll(cfg.conns)
+	}
 	g.start = time.Now()
 	g.deadline = g.start.Add(time.Duration(cfg.duration * float64(time.Second)))
 	per := cfg.outstanding / cfg.conns
@@ -280,7 +288,7 @@ func (g *streamGen) run(emit func(any)) error {
 			inflight++
 		}
 		wg.Add(1)
-		go func() {
+		go func(opened net.Conn) {
 			defer wg.Done()
 			session := g.framedSession
 			switch cfg.mode {
@@ -289,8 +297,8 @@ func (g *streamGen) run(emit func(any)) error {
 			case "udp":
 				session = g.udpSession
 			}
-			g.connection(func(c net.Conn) bool { return session(c, inflight) })
-		}()
+			g.connection(opened, func(c net.Conn) bool { return session(c, inflight) })
+		}(opened[i])
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -402,22 +410,49 @@ func (g *streamGen) dial() (net.Conn, error) {
 	return tc, nil
 }
 
-// connection keeps one connection of the run open: dialled, handed to `session`, dialled
-// again (a reconnect) when the session says it broke before the run's end.
-func (g *streamGen) connection(session func(net.Conn) bool) {
+// dialAll opens n connections at once (nil where a dial failed, counted: `connection`
+// dials it again).
+func (g *streamGen) dialAll(n int) []net.Conn {
+	conns := make([]net.Conn, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := g.dial()
+			if err != nil {
+				g.c.netErrors.Add(1)
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	return conns
+}
+
+// connection keeps one connection of the run open: `c` (dialled here when nil), handed to
+// `session`, dialled again (a reconnect) when the session says it broke before the run's end.
+func (g *streamGen) connection(c net.Conn, session func(net.Conn) bool) {
 	for first := true; time.Now().Before(g.deadline); first = false {
 		if !first {
 			g.c.reconnects.Add(1)
 		}
-		c, err := g.dial()
-		if err != nil {
-			g.c.netErrors.Add(1)
-			time.Sleep(10 * time.Millisecond)
-			continue
+		if c == nil {
+			var err error
+			if c, err = g.dial(); err != nil {
+				g.c.netErrors.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
 		}
 		if !session(c) {
 			return
 		}
+		c = nil
+	}
+	if c != nil { // opened, but the run was over before it was used
+		c.Close()
 	}
 }
 
