@@ -44,6 +44,16 @@ COLD_BAND_MS = (SEED_COLD_MS[0] / 2, SEED_COLD_MS[1] * 2)
 TAIL_BOUND_SHARE = 0.90
 
 
+def _resolver_conditions(run: Run, verdict: Verdict) -> None:
+    """What the lab changed in the resolver: its kind when not the seed's Unbound
+    (RESOLVER=), and its cores when not the seed's 4."""
+    kind = str(run.params.get("resolver") or "unbound")  # runs before RESOLVER: Unbound
+    if kind != "unbound":
+        verdict.condition(f"{kind} as the resolver (seed: Unbound)")
+    verdict.condition(cores_condition(run.meta, SEED_CORES,
+                                      "Unbound" if kind == "unbound" else kind))
+
+
 def _span_ms(values: list[float]) -> str:
     low, high = f"{min(values):,.0f}", f"{max(values):,.0f}"
     return low if low == high else f"{low}-{high}"
@@ -114,7 +124,7 @@ def test_warm_over_cold(run: Run, verdict: Verdict, low: float, high: float,
     mechanism. The ratio is set by how long a cold pass waits on the wide area: a lab whose
     cold pass averaged 21 ms still landed in the band, by its emulated WAN, so the cold
     latency must be near the seed's (the F4.cold-latency calibration says by how much)."""
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     cold, warm = _by_q(run, "cold"), _by_q(run, "warm")
     common = sorted(set(cold) & set(warm))
     if not common:
@@ -167,7 +177,7 @@ def test_warm_scales(run: Run, verdict: Verdict, min_gain: float, min_tail: floa
     if len(warm) < 2:
         not_applicable(f"fewer than two -q values <= {max_q} with a warm cache")
     qs = sorted(warm)
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     for q in qs:
         if q in cold:
             w_ms = float(warm[q].figure("avg_latency_ms"))
@@ -263,7 +273,7 @@ def test_cold_latency(run: Run, verdict: Verdict, low: float, high: float) -> No
 def test_cold_q_effect(run: Run, verdict: Verdict, gain_low: float, gain_high: float,
                        flat_low: float, flat_high: float, cold_low: float, cold_high: float,
                        bound: float) -> None:
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     cold = _by_q(run, "cold")
     missing = [q for q in (100, 200, 300) if q not in cold]
     require(not missing, f"no cold pass at -q {', '.join(map(str, missing))}",
