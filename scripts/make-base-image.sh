@@ -2,10 +2,11 @@
 # Build a local Debian base image (dnslab/base:<suite>) with debootstrap when
 # debian:<suite>-slim is not available to Docker (no registry reachable).
 #
-#   scripts/make-base-image.sh [--force] [SUITE]   # SUITE: bookworm (default), bullseye
+#   scripts/make-base-image.sh [--force] [SUITE]   # SUITE: bookworm (default), bullseye, trixie
 #
 # bullseye is the base of the older-BIND image (images/bind9-bullseye: BIND 9.16, which
-# still fills the additional section of large NAPTR answers).
+# still fills the additional section of large NAPTR answers); trixie (Debian 13) the base of
+# the images of Debian 13's packages (images of the kinds whose manifest says suite: trixie).
 # The root file system comes from the Debian mirror configured for apt on this
 # host (/etc/apt/sources.list*), is trimmed like the -slim images and then
 # `docker import`ed. Skipped when the image already exists (--force rebuilds).
@@ -17,9 +18,9 @@ SUITE=bookworm
 for arg in "$@"; do
     case "$arg" in
     --force) force=1 ;;
-    bookworm | bullseye) SUITE=$arg ;;
+    bookworm | bullseye | trixie) SUITE=$arg ;;
     *)
-        echo "error: unknown argument '$arg' (usage: $0 [--force] [bookworm|bullseye])" >&2
+        echo "error: unknown argument '$arg' (usage: $0 [--force] [bookworm|bullseye|trixie])" >&2
         exit 2
         ;;
     esac
