@@ -17,6 +17,7 @@ busy-waits, so it shows ~99 % of a core also while a pass waits seconds on slow 
 
 from __future__ import annotations
 
+import yaml
 from scipy.stats import mannwhitneyu
 
 from analysis.claim import (
@@ -31,9 +32,13 @@ from analysis.claim import (
 )
 from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
 from analysis.rundata import Cell, Run
+from dnslab import findings
 
 SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
 SEED_CORES = 4  # Unbound's num-threads 4 on the seed's machine
+# the seed's resolver, Unbound: the experiment's default RESOLVER
+SEED_RESOLVER = str(yaml.safe_load(findings.experiment_file("resolver-cache").read_text())
+                    ["params"]["resolver"])
 # the seed's cold passes averaged 230-407 ms (wide-area resolution through 8.8.8.8); "near"
 # is half the lowest to twice the highest: a lab nearer than that sets the warm/cold ratio
 # by its emulated WAN, not by the seed's
@@ -46,12 +51,13 @@ TAIL_BOUND_SHARE = 0.90
 
 def _resolver_conditions(run: Run, verdict: Verdict) -> None:
     """What the lab changed in the resolver: its kind when not the seed's Unbound
-    (RESOLVER=), and its cores when not the seed's 4."""
-    kind = str(run.params.get("resolver") or "unbound")  # runs before RESOLVER: Unbound
-    if kind != "unbound":
+    (RESOLVER=; runs from before the parameter ran the seed's), and its cores when not the
+    seed's 4."""
+    kind = str(run.params.get("resolver") or SEED_RESOLVER)
+    if kind != SEED_RESOLVER:
         verdict.condition(f"{kind} as the resolver (seed: Unbound)")
     verdict.condition(cores_condition(run.meta, SEED_CORES,
-                                      "Unbound" if kind == "unbound" else kind))
+                                      "Unbound" if kind == SEED_RESOLVER else kind))
 
 
 def _span_ms(values: list[float]) -> str:

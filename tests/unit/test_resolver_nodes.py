@@ -185,3 +185,22 @@ def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache():
     got = resolver.settle(_LabOf(type("Stuck", (), {"unsettled": lambda self: stuck})()),
                           "resolver", timeout_s=0.6)
     assert got["failures_cached_at_start"] == 3  # the pass starts anyway, and says so
+
+
+def test_a_verdict_names_a_resolver_other_than_the_seeds():
+    from types import SimpleNamespace
+
+    from analysis.claim import Verdict
+    from experiments.f4_resolver_cache import claims
+
+    meta = {"placement": {"server_cpus": "0"}, "machine": {"cpus": 2}}
+    said = {}
+    for kind in (None, "unbound", "kresd"):
+        verdict = Verdict(claim=None)  # type: ignore[arg-type]
+        claims._resolver_conditions(SimpleNamespace(params={"resolver": kind}, meta=meta),
+                                    verdict)
+        said[kind] = verdict.conditions
+    assert said[None] == said["unbound"] and not any("as the resolver" in c
+                                                      for c in said[None])
+    assert said["kresd"][0] == "kresd as the resolver (seed: Unbound)"
+    assert said["kresd"][1].startswith("kresd on 1") and said[None][0].startswith("Unbound on 1")
