@@ -5,8 +5,9 @@
 #   scripts/make-base-image.sh [--force] [SUITE]   # SUITE: bookworm (default), bullseye, trixie
 #
 # bullseye is the base of the older-BIND image (images/bind9-bullseye: BIND 9.16, which
-# still fills the additional section of large NAPTR answers), trixie the tools image's
-# (dnsperf 2.14, which receives TCP answers over 16 KiB).
+# still fills the additional section of large NAPTR answers); trixie (Debian 13) the base of
+# the tools image (dnsperf 2.14, which receives TCP answers over 16 KiB) and of the images of
+# the kinds whose manifest says suite: trixie.
 # The root file system is scripts/make-rootfs.sh's (the Debian mirror configured for apt on
 # this host, with the suite's updates and security, trimmed like the -slim images), then
 # `docker import`ed. Skipped when the image already exists (--force rebuilds).

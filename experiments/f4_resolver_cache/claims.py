@@ -17,6 +17,7 @@ busy-waits, so it shows ~99 % of a core also while a pass waits seconds on slow 
 
 from __future__ import annotations
 
+import yaml
 from scipy.stats import mannwhitneyu
 
 from analysis.claim import (
@@ -36,9 +37,13 @@ from analysis.claim import (
 from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
 from analysis.rundata import Cell, Run
 from analysis.stats import rank_ratio_interval
+from dnslab import findings
 
 SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
 SEED_CORES = 4  # Unbound's num-threads 4 on the seed's machine
+# the seed's resolver, Unbound: the experiment's default RESOLVER
+SEED_RESOLVER = str(yaml.safe_load(findings.experiment_file("resolver-cache").read_text())
+                    ["params"]["resolver"])
 # the seed's cold passes averaged 230-407 ms (wide-area resolution through 8.8.8.8); "near"
 # is half the lowest to twice the highest: a lab nearer than that sets the warm/cold ratio
 # by its emulated WAN, not by the seed's
@@ -47,6 +52,17 @@ COLD_BAND_MS = (SEED_COLD_MS[0] / 2, SEED_COLD_MS[1] * 2)
 # a pass whose run time is this close to its slowest answer's latency is bounded by that one
 # name, not by -q (the seed's warm passes: 59 %, 72 % and 85 % of it)
 TAIL_BOUND_SHARE = 0.90
+
+
+def _resolver_conditions(run: Run, verdict: Verdict) -> None:
+    """What the lab changed in the resolver: its kind when not the seed's Unbound
+    (RESOLVER=; runs from before the parameter ran the seed's), and its cores when not the
+    seed's 4."""
+    kind = str(run.params.get("resolver") or SEED_RESOLVER)
+    if kind != SEED_RESOLVER:
+        verdict.condition(f"{kind} as the resolver (seed: Unbound)")
+    verdict.condition(cores_condition(run.meta, SEED_CORES,
+                                      "Unbound" if kind == SEED_RESOLVER else kind))
 
 
 def _span_ms(values: list[float]) -> str:
@@ -119,7 +135,7 @@ def test_warm_over_cold(run: Run, verdict: Verdict, low: float, high: float,
     mechanism. The ratio is set by how long a cold pass waits on the wide area: a lab whose
     cold pass averaged 21 ms still landed in the band, by its emulated WAN, so the cold
     latency must be near the seed's (the F4.cold-latency calibration says by how much)."""
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     cold, warm = _by_q(run, "cold"), _by_q(run, "warm")
     common = sorted(set(cold) & set(warm))
     if not common:
@@ -175,7 +191,7 @@ def test_warm_scales(run: Run, verdict: Verdict, min_gain: float, min_tail: floa
     if len(warm) < 2:
         not_applicable(f"fewer than two -q values <= {max_q} with a warm cache", cause=SETTING)
     qs = sorted(warm)
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     for q in qs:
         if q in cold:
             w_ms = float(warm[q].figure("avg_latency_ms"))
@@ -279,7 +295,7 @@ def test_cold_latency(run: Run, verdict: Verdict, low: float, high: float) -> No
 def test_cold_q_effect(run: Run, verdict: Verdict, gain_low: float, gain_high: float,
                        flat_low: float, flat_high: float, cold_low: float, cold_high: float,
                        bound: float) -> None:
-    verdict.condition(cores_condition(run.meta, SEED_CORES, "Unbound"))
+    _resolver_conditions(run, verdict)
     cold = _by_q(run, "cold")
     missing = [q for q in (100, 200, 300) if q not in cold]
     require(not missing, f"no cold pass at -q {', '.join(map(str, missing))}",

@@ -3,8 +3,10 @@
 Lab `resolver`: `root` (NSD, the lab root zone), `tld` (NSD, the TLD zones), `sld` (NSD,
 the second-level zones), `sld-slow`, `sld-dead` and `sld-broken` (NSD, the `slow_pct` %,
 `dead_pct` % and `broken_pct` % of second-level zones that make the tail real traffic has),
-`resolver` (Unbound configured as in
-the seed, scaled to this host's cores) and `client` (dnsperf, resperf). The zones come from
+the resolver under test, the node of kind `resolver` (`resolver`: Unbound configured as in
+the seed, scaled to this host's cores; or Knot Resolver, PowerDNS Recursor: their driver's
+`resolver_options`; the other resolvers are held in every cell; cells name it as
+`resolver_node`) and `client` (dnsperf, resperf). The zones come from
 the `internet` generator with the delegations pointing at exactly these nodes (and
 `nxdomain_pct` % of the name list asking for names that do not exist); Unbound's root hints
 name only `root`. NSD's response rate limiting is off on all of them (a resolver is one
@@ -108,18 +110,22 @@ ABSENT = "absent"
 @dataclass(frozen=True)
 class ResolverNodes:
     """The lab's nodes by role and label: the resolver under test, the client (dnsperf,
-    resperf) and the emulated internet's authoritative servers by tier."""
+    resperf), the emulated internet's authoritative servers by tier, and the lab's other
+    resolvers (held in every cell)."""
 
     resolver: str
     client: str
     tiers: dict[str, str]  # tier -> node
+    other_resolvers: tuple[str, ...] = ()
 
     @property
     def auth(self) -> list[str]:
         return list(self.tiers.values())
 
     @classmethod
-    def of(cls, topo: Topology) -> ResolverNodes:
+    def of(cls, topo: Topology, kind: str | None = None) -> ResolverNodes:
+        """The nodes of `topo`, the resolver under test the one of server `kind` (None: the
+        lab's only resolver)."""
         tiers = {str(n.label("tier")): n.name for n in topo.nodes_where(role="primary")
                  if n.label("tier")}
         missing = [t for t in TIERS if t not in tiers]
@@ -128,8 +134,11 @@ class ResolverNodes:
                            f"{', '.join(missing)}",
                            hint="label each authoritative node of the emulated internet with "
                            f"its tier ({', '.join(TIERS)}), as topologies/resolver.clab.yml does")
-        return cls(resolver=topo.one("resolver").name, client=topo.one("client").name,
-                   tiers={t: tiers[t] for t in TIERS})
+        resolver = topo.node(role="resolver", server=kind).name
+        return cls(resolver=resolver, client=topo.one("client").name,
+                   tiers={t: tiers[t] for t in TIERS},
+                   other_resolvers=tuple(n.name for n in topo.by_role("resolver")
+                                         if n.name != resolver))
 
 
 def dead_addresses(params: dict[str, Any], topo: Topology, nodes: ResolverNodes) -> list[str]:
@@ -295,8 +304,9 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
 
 
 def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:
-    """Authoritative nodes with no zone to serve in this run (no tail): not started."""
-    return [n for n in nodes.auth if n not in per_node]
+    """Authoritative nodes with no zone to serve in this run (no tail) and the resolvers not
+    under test: not started."""
+    return [*(n for n in nodes.auth if n not in per_node), *nodes.other_resolvers]
 
 
 def _cpu(cell: Cell, node: str) -> float | None:
@@ -388,7 +398,7 @@ def run_ceiling(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
                    "names": params["names"], "placement": placement.as_dict()}
     budget = trials * len(qs) * (loop_s + 2 * params["timeout_s"] + 30) + 120
     with run.cell("phase=ceiling", cell_params) as cell:
-        lab = cell.up(ceiling_data, hold=[nodes.resolver, *nodes.auth])
+        lab = cell.up(ceiling_data, hold=[nodes.resolver, *nodes.auth, *nodes.other_resolvers])
         with serving(lab, nodes.resolver, budget, cell.path / "dnsload"):
             rows: list[dict[str, Any]] = []
             for trial in range(1, trials + 1):
@@ -422,15 +432,15 @@ def cache(run: Run) -> None:
     params = run.params
     placement = run.placement()
     cores = int(params.get("cores") or len(cpus.parse(placement.server)))
-    nodes = ResolverNodes.of(run.topology)
+    nodes = ResolverNodes.of(run.topology, str(params["resolver"]))
     zone_set, per_node = internet(params, run.topology, nodes)
     dnsperf_list, resperf_list = name_lists(run, zone_set)
     data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path, placement)
     idle = idle_nodes(nodes, per_node)
     dead = dead_addresses(params, run.topology, nodes) if nodes.tiers["sld-dead"] in per_node \
         else []
-    base = {"names": params["names"], "cores": cores, "zone_set": zone_set.set_id,
-            "trials": params["trials"], "dead_addresses": len(dead),
+    base = {"resolver_node": nodes.resolver, "names": params["names"], "cores": cores,
+            "zone_set": zone_set.set_id, "trials": params["trials"], "dead_addresses": len(dead),
             "placement": placement.as_dict()}
     trials = int(params["trials"])
     ceiling = bool(params.get("ceiling"))

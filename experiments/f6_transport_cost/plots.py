@@ -113,8 +113,8 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
               "the same lab (1 = as many as over UDP); hatched: one of the two is within 10 % of "
               "its generator's ceiling; cross-hatched: one of the two is not the server's capacity "
               "(its cores under 90 % busy). Black lines: the seed's ratios at 8 clients "
-              "(dnsprivacy.org 2018, TLS 1.2, servers on 4 threads); a server of the seed the lab "
-              "does not have (Knot Resolver) is drawn on its own.")
+              "(dnsprivacy.org 2018, TLS 1.2, servers on 4 threads) over the lab's kind of each "
+              "(Knot Resolver: kresd) that the run measured.")
 def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = [s for s in figures if "udp" in figures[s]]
@@ -147,7 +147,7 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
                           label=None if seed_drawn else "seed (TLS 1.2, 4 threads): " + "; ".join(
-                              f"{s.name.split()[0]} TCP {s.ratio('tcp'):.2f}"
+                              f"{s.name.rsplit(' ', 1)[0]} TCP {s.ratio('tcp'):.2f}"
                               + (f", TLS {s.ratio('dot'):.2f}" if s.tls else "")
                               for s in derived.seed() if s.kind))
                 seed_drawn = True

@@ -26,7 +26,7 @@ from dnslab.runtime import clab
 from tests.integration.conftest import analysed, cell_figures
 
 pytestmark = pytest.mark.integration
-DAEMONS = "named|knotd|nsd|dnsdist|unbound"
+DAEMONS = "named|knotd|nsd|dnsdist|unbound|kresd|pdns_recursor"
 LABS = ("reference", "tcpauth")  # what this module brings up on clab (the others: netns)
 
 
@@ -98,7 +98,8 @@ def test_reference_lab_across_two_hosts(inventory: Inventory, runtime: str) -> N
         state = lab.state
         assert {n: s.host for n, s in state.nodes.items()} == {
             "primary": "a", "sec-bind": "a", "sec-knot": "a", "sec-nsd": "a",
-            "frontend": "a", "resolver": "a", "client": "b"}
+            "frontend": "a", "resolver": "a", "client": "b", "res-kresd": "a",
+            "res-recursor": "a"}
         assert state.vxlan["mtu"] == 1450 and state.vxlan["underlay_mtu"] == 1500
         assert set(state.vxlan["underlay"]) == {"a", "b"}
         for name in ("a", "b"):
@@ -141,7 +142,7 @@ def check_clab_parts(lab: lab_engine.Lab, inventory: Inventory) -> None:
     plan names, as the kernel of each host reads it back; every link of the LAN has its MTU."""
     state = lab.state
     for name, nodes in (("a", {"primary", "sec-bind", "sec-knot", "sec-nsd", "frontend",
-                               "resolver"}), ("b", {"client"})):
+                               "resolver", "res-kresd", "res-recursor"}), ("b", {"client"})):
         running = on_host(inventory, name, "docker ps --format '{{.Names}}'").split()
         assert sorted(running) == sorted(f"clab-reference-{name}-{n}" for n in nodes)
         assert state.host_facts[name]["clab_deploy_s"] > 0

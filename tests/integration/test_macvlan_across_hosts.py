@@ -22,7 +22,7 @@ from dnslab.runtime.netns import namespace
 from tests.integration.test_across_hosts import on_host
 
 pytestmark = pytest.mark.integration
-DAEMONS = "named|knotd|nsd|dnsdist|unbound"
+DAEMONS = "named|knotd|nsd|dnsdist|unbound|kresd|pdns_recursor"
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,8 @@ def test_each_host_gets_its_nodes_the_bridge_and_a_name_of_its_own(parts: dict) 
     assert parts["a"]["name"] == "reference-a" and parts["b"]["name"] == "reference-b"
     assert set(parts["b"]["topology"]["nodes"]) == {"client", "br-reference"}
     assert set(parts["a"]["topology"]["nodes"]) == {
-        "primary", "sec-bind", "sec-knot", "sec-nsd", "frontend", "resolver", "br-reference"}
+        "primary", "sec-bind", "sec-knot", "sec-nsd", "frontend", "resolver", "res-kresd",
+        "res-recursor", "br-reference"}
     assert parts["b"]["topology"]["nodes"]["client"]["cpu-set"] == "1"  # its host's CPU
     assert "cpu-set" not in parts["a"]["topology"]["nodes"]["primary"]
     assert clab.container("reference", "client", "b") == "clab-reference-b-client"

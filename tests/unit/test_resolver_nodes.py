@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dnslab import topology
+from dnslab import servers, topology
 from dnslab.errors import LabError
 from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, dead_addresses
 
@@ -20,17 +20,45 @@ def _raw() -> dict:
 
 
 def test_the_resolver_lab_has_every_tier():
-    nodes = ResolverNodes.of(topology.load("resolver"))
+    nodes = ResolverNodes.of(topology.load("resolver"), "unbound")
     assert set(nodes.tiers) == set(TIERS)
     assert nodes.resolver == "resolver" and nodes.client == "client"
     assert len(set(nodes.auth)) == len(TIERS)
+
+
+@pytest.mark.parametrize("kind", ["unbound", "kresd", "recursor"])
+def test_the_resolver_under_test_is_the_kind_asked_for_and_the_others_are_held(
+        kind, tmp_path, monkeypatch):
+    from dnslab import paths
+    from experiments.f4_resolver_cache import resolver
+
+    monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
+    topo = topology.load("resolver")
+    nodes = ResolverNodes.of(topo, kind)
+    assert topo.node(nodes.resolver).server == kind and topo.node(nodes.resolver).role == "resolver"
+    assert {topo.node(n).server for n in nodes.other_resolvers} == (
+        {"unbound", "kresd", "recursor"} - {kind})
+    params = {"tlds": 2, "slds": 50, "names": 50, "resperf_names": 50, "seed": 1,
+              "nxdomain_pct": 0}
+    zone_set, per_node = resolver.internet(params, topo, nodes)
+    idle = resolver.idle_nodes(nodes, per_node)
+    assert set(nodes.other_resolvers) <= set(idle) and nodes.resolver not in idle
+    data = resolver._lab_data(params, topo, nodes, per_node, 1, zone_set.path)
+    assert data.node_options[nodes.resolver] == servers.driver(kind).resolver_options(1, {})
+
+
+def test_a_lab_with_several_resolvers_needs_the_kind(tmp_path):
+    with pytest.raises(LabError):
+        ResolverNodes.of(topology.load("resolver"))
+    with pytest.raises(LabError, match="no nsd resolver node"):
+        ResolverNodes.of(topology.load("resolver"), "nsd")
 
 
 def test_tiers_follow_the_labels_not_the_node_names(tmp_path):
     raw = _raw()
     spec = raw["topology"]["nodes"]
     spec["tld"]["labels"]["dnslab.tier"], spec["sld"]["labels"]["dnslab.tier"] = "sld", "tld"
-    nodes = ResolverNodes.of(topology.from_dict(raw, tmp_path / "resolver.clab.yml"))
+    nodes = ResolverNodes.of(topology.from_dict(raw, tmp_path / "resolver.clab.yml"), "unbound")
     assert nodes.tiers["tld"] == "sld" and nodes.tiers["sld"] == "tld"
 
 
@@ -38,13 +66,13 @@ def test_a_missing_tier_is_one_line_with_a_hint(tmp_path):
     raw = _raw()
     del raw["topology"]["nodes"]["sld-dead"]["labels"]["dnslab.tier"]
     with pytest.raises(LabError) as err:
-        ResolverNodes.of(topology.from_dict(raw, tmp_path / "resolver.clab.yml"))
+        ResolverNodes.of(topology.from_dict(raw, tmp_path / "resolver.clab.yml"), "unbound")
     assert "dnslab.tier=sld-dead" in err.value.one_line() and err.value.hint
 
 
 def test_dead_zones_get_distinct_addresses_above_every_node():
     topo = topology.load("resolver")
-    nodes = ResolverNodes.of(topo)
+    nodes = ResolverNodes.of(topo, "unbound")
     dead = dead_addresses({"dead_addresses": 64}, topo, nodes)
     assert len(set(dead)) == 64
     assert dead[0] == str(topo.node(nodes.tiers["sld-dead"]).address)
@@ -57,7 +85,7 @@ def test_dead_zones_get_distinct_addresses_above_every_node():
 def test_too_many_dead_addresses_is_one_line(tmp_path):
     topo = topology.load("resolver")
     with pytest.raises(LabError) as err:
-        dead_addresses({"dead_addresses": 250}, topo, ResolverNodes.of(topo))
+        dead_addresses({"dead_addresses": 250}, topo, ResolverNodes.of(topo, "unbound"))
     assert "ask for at most" in err.value.one_line()
 
 
@@ -67,7 +95,7 @@ def test_the_broken_tier_serves_its_zones_without_their_data(tmp_path, monkeypat
 
     monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
     topo = topology.load("resolver")
-    nodes = ResolverNodes.of(topo)
+    nodes = ResolverNodes.of(topo, "unbound")
     params = {"tlds": 2, "slds": 300, "names": 200, "resperf_names": 200, "seed": 1,
               "slow_pct": 0, "dead_pct": 0, "broken_pct": 10, "nxdomain_pct": 0}
     zone_set, per_node = resolver.internet(params, topo, nodes)
@@ -101,7 +129,7 @@ def test_the_generator_sits_apart_from_the_resolver_and_its_internet(tmp_path, m
 
     monkeypatch.setattr(paths, "ZONES_BUILD", tmp_path / "zones")
     topo = topology.load("resolver")
-    nodes = ResolverNodes.of(topo)
+    nodes = ResolverNodes.of(topo, "unbound")
     params = {"tlds": 2, "slds": 50, "names": 50, "resperf_names": 50, "seed": 1,
               "nxdomain_pct": 0}
     zone_set, per_node = resolver.internet(params, topo, nodes)
@@ -157,3 +185,22 @@ def test_the_warm_pass_waits_until_the_fills_failures_left_the_cache():
     got = resolver.settle(_LabOf(type("Stuck", (), {"unsettled": lambda self: stuck})()),
                           "resolver", timeout_s=0.6)
     assert got["failures_cached_at_start"] == 3  # the pass starts anyway, and says so
+
+
+def test_a_verdict_names_a_resolver_other_than_the_seeds():
+    from types import SimpleNamespace
+
+    from analysis.claim import Verdict
+    from experiments.f4_resolver_cache import claims
+
+    meta = {"placement": {"server_cpus": "0"}, "machine": {"cpus": 2}}
+    said = {}
+    for kind in (None, "unbound", "kresd"):
+        verdict = Verdict(claim=None)  # type: ignore[arg-type]
+        claims._resolver_conditions(SimpleNamespace(params={"resolver": kind}, meta=meta),
+                                    verdict)
+        said[kind] = verdict.conditions
+    assert said[None] == said["unbound"] and not any("as the resolver" in c
+                                                      for c in said[None])
+    assert said["kresd"][0] == "kresd as the resolver (seed: Unbound)"
+    assert said["kresd"][1].startswith("kresd on 1") and said[None][0].startswith("Unbound on 1")
