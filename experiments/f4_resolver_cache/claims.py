@@ -37,8 +37,8 @@ from dnslab import findings
 SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
 SEED_CORES = 4  # Unbound's num-threads 4 on the seed's machine
 # the seed's resolver, Unbound: the experiment's default RESOLVER
-SEED_RESOLVER = str(yaml.safe_load(findings.experiment_file("resolver-cache").read_text())
-                    ["params"]["resolver"])
+_default_params = yaml.safe_load(findings.experiment_file("resolver-cache").read_text())["params"]
+SEED_RESOLVER = str(_default_params["resolver"])
 # the seed's cold passes averaged 230-407 ms (wide-area resolution through 8.8.8.8); "near"
 # is half the lowest to twice the highest: a lab nearer than that sets the warm/cold ratio
 # by its emulated WAN, not by the seed's
