@@ -17,6 +17,7 @@ busy-waits, so it shows ~99 % of a core also while a pass waits seconds on slow 
 
 from __future__ import annotations
 
+import yaml
 from scipy.stats import mannwhitneyu
 
 from analysis.claim import (
@@ -36,11 +37,13 @@ from analysis.claim import (
 from analysis.derived import GENERATOR_BOUND_SHARE, require_below_ceiling
 from analysis.rundata import Cell, Run
 from analysis.stats import rank_ratio_interval
+from dnslab import findings
 
 SOURCE = "seed 003, the six dnsperf runs (cold/warm x -q 100/200/300) and their output"
 SEED_CORES = 4  # Unbound's num-threads 4 on the seed's machine
-# the seed's resolver (seed 003: Unbound), the experiment's default RESOLVER
-SEED_RESOLVER = "unbound"
+# the seed's resolver, Unbound: the experiment's default RESOLVER
+_default_params = yaml.safe_load(findings.experiment_file("resolver-cache").read_text())["params"]
+SEED_RESOLVER = str(_default_params["resolver"])
 # the seed's cold passes averaged 230-407 ms (wide-area resolution through 8.8.8.8); "near"
 # is half the lowest to twice the highest: a lab nearer than that sets the warm/cold ratio
 # by its emulated WAN, not by the seed's
