@@ -33,6 +33,7 @@ from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
 HEALTH_TIMEOUT_S = float(os.environ.get("DNSLAB_HEALTH_TIMEOUT", "30"))
+DOWN_ATTEMPTS = 3  # teardowns of a lab before what is still there is said to be left
 
 
 def log_tail(path: str | Path, lines: int = 12) -> str:
@@ -482,9 +483,15 @@ def _destroy(lab: str, runtime: Runtime) -> list[str]:
     removed += runtime.destroy(lab)
     state = LabState.load(lab)
     if state is not None:
-        # asked while the state still names every host the lab used; what is left keeps the
-        # state, so `lab down` says so and the next one tries there again
-        if runtime.leftovers(lab) or lab_processes(lab):
+        # asked while the state still names every host the lab used. Something may appear
+        # after a teardown that interrupted a start (a container the engine went on creating
+        # once containerlab was stopped): torn down again. What is left then keeps the
+        # state, so `lab down` says so and the next one tries there again.
+        attempts = 1
+        while (left := runtime.leftovers(lab) or lab_processes(lab)) and attempts < DOWN_ATTEMPTS:
+            removed += runtime.destroy(lab)
+            attempts += 1
+        if left:
             return removed
         state.hosts_handle().close()  # the ssh connections of a lab across hosts
         state.file.unlink()

@@ -4,18 +4,23 @@ the run starts anything (`experiment_spec.check_params`).
 
 A rule is one or more forms joined by ` or `:
 
-    int [BOUNDS]      an integer               number [BOUNDS]   a finite number
-    bool              true or false            text              at most 200 characters
-    one of A, B, ...  one of these words       <role> kind       a server kind the lab has
-    profile           a sysctl profile              a node of in that role (`secondary kind`)
-    server node       a node of the lab that is not its client
-    cpus              a cpu-set (`0-2,5`)      dns name          a domain name
-    port range        "LOW HIGH", 1-65535      query             "NAME TYPE" (a query line)
-    map               a mapping (a server's own options: its own checker judges them)
-    sysctls           a mapping of sysctl keys to values
-    wan               node -> link shape ({delay_ms, jitter_ms, loss_pct}, dnslab.wan)
-    each FORM         a list of at least one element, each one FORM (of a map: each value)
-    a literal         a number, a word (`auto`), or `empty` ("", [] or {})
+    int [BOUNDS]       an integer (not a bool)
+    number [BOUNDS]    a finite number
+    bool               true or false
+    text               at most 200 characters
+    one of A, B, ...   one of these words
+    <role> kind        a server kind the lab has a node of in that role (`secondary kind`)
+    server node        a node of the lab that is not its client
+    profile            a sysctl profile (experiments/profiles/)
+    cpus               a cpu-set (`0-2,5`)
+    dns name           a domain name
+    port range         "LOW HIGH", within 1-65535
+    query              a query line, "NAME TYPE"
+    map                a mapping (a server's own options: its own checker judges them)
+    sysctls            a mapping of sysctl keys to values
+    wan                node -> link shape ({delay_ms, jitter_ms, loss_pct}: dnslab.wan)
+    each FORM          a list of at least one element, each one FORM (of a map: each value)
+    a literal          a number, a word (`auto`), or `empty` ("", [] or {})
 
 BOUNDS are comparisons joined by commas, `>= 1`, `> 0, < 1`, or a closed range `512..65535`;
 a comparison's operand may be another parameter (`int >= stair_start`, `< step_s`): what the
@@ -39,7 +44,6 @@ from dnslab.topology import Topology
 MAX_TEXT = 200  # characters of any text value (a domain name: 253)
 MAX_DNS_NAME = 253
 SHOWN = 40  # characters of a value a message repeats
-OPERATORS = (">=", "<=", ">", "<")
 _BOUND = re.compile(r"^(>=|<=|>|<)\s*(\S+)$")
 _RANGE = re.compile(r"^(-?[\d.e+]+)\s*\.\.\s*(-?[\d.e+]+)$")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -107,10 +111,6 @@ class Rule:
     forms: tuple[Form, ...]
     # the parameters its bounds compare with
     refers_to: tuple[str, ...] = field(default=())
-
-    @property
-    def allows_empty(self) -> bool:
-        return any(f.kind == "literal" and f.words[0] == "empty" for f in self.forms)
 
 
 def parse(text: str) -> Rule:

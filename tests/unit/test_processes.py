@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from dnslab.processes import lab_processes, terminate
+from dnslab.wait import wait_until
 
 SLEEPER = "import time; time.sleep(60)"
 
@@ -62,10 +63,11 @@ def test_a_labs_processes_are_found_by_the_folder_their_command_line_names(
     (labs / "reference").mkdir()
     mine = subprocess.Popen([sys.executable, "-c", SLEEPER, f"{labs}/xfr/nodes/primary.conf"])
     other = subprocess.Popen([sys.executable, "-c", SLEEPER, f"-c={labs}/reference/x.conf"])
+    both = sorted([(mine.pid, "xfr"), (other.pid, "reference")])
     try:
+        # once both have started (on a busy machine the second can take a moment)
+        wait_until(lambda: sorted(lab_processes(str(labs))) == both, 10, "both processes")
         assert lab_processes(str(labs), "xfr") == [(mine.pid, "xfr")]
-        assert sorted(lab_processes(str(labs))) == sorted([(mine.pid, "xfr"),
-                                                           (other.pid, "reference")])
         assert lab_processes(str(tmp_path / "nowhere")) == []
     finally:
         terminate([mine.pid, other.pid], grace=0.5)
