@@ -25,7 +25,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
   endif
 endif
 
-.PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
+.PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker test-clean-root lint images \
         containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings bench-hosts analysis compare runs book reproduce show clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
@@ -79,6 +79,11 @@ test-integration: setup
 
 test-docker: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m docker tests/docker
+
+# README's setup and first experiment (SCALE=ci) in clean Debian 12 and 13 roots (debootstrap,
+# chroot, the system python3): minutes per suite, so not part of `make test`
+test-clean-root: $(VENV)/.installed
+	@$(VENV)/bin/pytest -q -m clean_root tests/integration/test_clean_root.py
 
 # Everything CI runs: lint, unit, netns integration with real daemons, containerlab's parser,
 # and the image smoke tests in real Docker.
