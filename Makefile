@@ -7,6 +7,9 @@
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
 #   make bench-ceilings [RUNS="results/<exp>/<run-id> ..."]
 SHELL := /bin/bash
+# +B: no brace expansion in recipes, so a parameter given as a mapping reaches dnslab whole
+# (make experiment ... BIND_OPTIONS="{transfers-in: 100, tcp-reuse-timeout: 0}")
+.SHELLFLAGS := +B -c
 VENV := .venv
 PY := $(VENV)/bin/python
 DNSLAB := $(VENV)/bin/dnslab
