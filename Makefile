@@ -7,6 +7,9 @@
 #   make test      make images      make bench-lab      make bench-zones      make bench-dnsload
 #   make bench-ceilings [RUNS="results/<exp>/<run-id> ..."]
 SHELL := /bin/bash
+# +B: no brace expansion in recipes, so a parameter given as a mapping reaches dnslab whole
+# (make experiment ... BIND_OPTIONS="{transfers-in: 100, tcp-reuse-timeout: 0}")
+.SHELLFLAGS := +B -c
 VENV := .venv
 PY := $(VENV)/bin/python
 DNSLAB := $(VENV)/bin/dnslab
@@ -25,7 +28,7 @@ ifeq (lab,$(firstword $(MAKECMDGOALS)))
   endif
 endif
 
-.PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker lint images \
+.PHONY: setup test-setup docker-setup lab experiment test test-unit test-integration test-docker test-clean-root lint images \
         containerlab dnsload base-image dockerd dockerd-stop bench-lab bench-zones bench-dnsload bench-ceilings bench-hosts analysis compare runs book reproduce show clean
 
 $(VENV)/.installed: pyproject.toml scripts/setup.sh
@@ -81,6 +84,11 @@ test-integration: setup
 
 test-docker: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m docker tests/docker
+
+# README's setup and first experiment (SCALE=ci) in clean Debian 12 and 13 roots (debootstrap,
+# chroot, the system python3): minutes per suite, so not part of `make test`
+test-clean-root: $(VENV)/.installed
+	@$(VENV)/bin/pytest -q -m clean_root tests/integration/test_clean_root.py
 
 # Everything CI runs: lint, unit, netns integration with real daemons, containerlab's parser,
 # and the image smoke tests in real Docker.

@@ -68,7 +68,11 @@ def _versions() -> dict[str, str]:
 
 def _git_revision() -> dict[str, Any]:
     def git(*args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=paths.REPO, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(["git", *args], cwd=paths.REPO, capture_output=True,
+                                  text=True)
+        except FileNotFoundError:  # no git: a project unpacked from an archive
+            return ""
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     return {"commit": git("rev-parse", "HEAD") or None,

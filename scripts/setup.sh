@@ -24,6 +24,15 @@ if [[ "${1:-}" != "--venv" ]]; then
   fi
   mapfile -t SERVER_PACKAGES < <(python3 scripts/manifest.py host-packages)
 fi
+PY=${PYTHON:-python3}
+# Whether the virtualenv's python has its C headers: NetfilterQueue (below) has no wheel and
+# builds from source, which Debian's own python3 cannot without python3-dev (a pyenv or
+# source-built python has them).
+py_has_headers() {
+  "$PY" -c 'import os, sysconfig
+raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_path("include"), "Python.h")))' \
+    2>/dev/null
+}
 APT_PACKAGES=("${SERVER_PACKAGES[@]}"
               iproute2 procps iptables python3-venv
               # the nodes' TLS certificates (DoT, DoH listeners: dnslab/certificates.py)
@@ -33,6 +42,7 @@ APT_PACKAGES=("${SERVER_PACKAGES[@]}"
               # a node whose host package is too old (Debian 12's dnsperf) runs from a root
               # file system of a newer suite, made with it (dnslab/runtime/rootfs.py)
               debootstrap)
+if [[ "${1:-}" != "--venv" ]] && ! py_has_headers; then APT_PACKAGES+=(python3-dev); fi
 
 # images need a Docker engine and debootstrap (for a local base); the report test a browser;
 # the across-hosts tests emulate lab hosts, each running sshd and the lab's host commands
@@ -83,7 +93,12 @@ fi
 
 if [[ "${1:-}" == "--docker" ]]; then exit 0; fi
 
-PY=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]] || [[ pyproject.toml -nt .venv/.installed ]]; then
+  if ! py_has_headers; then
+    echo "error: $PY has no C headers (Python.h), which NetfilterQueue's build needs (hint: sudo apt-get install -y python3-dev, or run: sudo make setup)" >&2
+    exit 2
+  fi
+fi
 if [[ ! -x .venv/bin/python ]] || [[ pyproject.toml -nt .venv/.installed ]]; then
   echo "setup: creating the virtualenv in .venv"
   "$PY" -m venv .venv

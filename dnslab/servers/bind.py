@@ -27,7 +27,11 @@ class Bind(Driver):
                               r"transfer of '{zone}/IN' from \S+: Transfer completed")
 
     def transfer_out_options(self, limit: int) -> dict[str, Any]:
-        return {"transfers-out": limit} if limit else {}
+        # Each outgoing transfer is a TCP client too, and BIND takes only 150 by default: a
+        # BIND 9.20.26+ secondary keeps every transfer's connection open tcp-reuse-timeout
+        # (5 s) after it ends, so a primary left at 150 serves it at most 150 / 5 s = 30
+        # connections/s (9.18 secondaries close at once and never came near 150).
+        return {"transfers-out": limit, "tcp-clients": max(150, limit)} if limit else {}
 
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"workers": count}

@@ -251,3 +251,10 @@ def test_eta_of_a_resumed_run_counts_the_cells_done_before_and_times_only_this_s
 
     left = time_left(4, 100.0, ["old-1", "old-2", "new"], {"new": 50.0})
     assert left == pytest.approx(1 * 100.0 * 0.5)
+
+
+def test_a_project_without_git_records_no_commit(monkeypatch, tmp_path):
+    """A project unpacked from an archive onto a host without git (a fresh Debian has none):
+    the run records no commit instead of failing."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert experiment._git_revision() == {"commit": None, "dirty": False}
