@@ -30,8 +30,15 @@ class Bind(Driver):
         # Each outgoing transfer is a TCP client too, and BIND takes only 150 by default: a
         # BIND 9.20.26+ secondary keeps every transfer's connection open tcp-reuse-timeout
         # (5 s) after it ends, so a primary left at 150 serves it at most 150 / 5 s = 30
-        # connections/s (9.18 secondaries close at once and never came near 150).
-        return {"transfers-out": limit, "tcp-clients": max(150, limit)} if limit else {}
+        # connections/s (9.18 secondaries close at once and never came near 150). A cold
+        # secondary's connections come in bursts: a listen queue of BIND's 10 overflowed
+        # 113-228 times a cold start, SYNs were retried after 1 s, and over TLS the primary
+        # reset a few connections right after their 1.5 KB ClientHello (OpenSSL 3.5's post-
+        # quantum key share, two segments); the kernel caps the queue at somaxconn.
+        if not limit:
+            return {}
+        return {"transfers-out": limit, "tcp-clients": max(150, limit),
+                "tcp-listen-queue": max(10, limit)}
 
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"workers": count}

@@ -154,9 +154,10 @@ def test_option_translation_per_kind():
     assert driver("knot").client_room_options(10) == {}
     # each outgoing transfer is a TCP client as well: BIND's 150 would cap transfers-out (a
     # 9.20.26+ secondary holds each transfer's connection 5 s: 150 / 5 s = 30 per second)
-    assert driver("bind").transfer_out_options(5000) == {"transfers-out": 5000,
-                                                         "tcp-clients": 5000}
-    assert driver("bind").transfer_out_options(10) == {"transfers-out": 10, "tcp-clients": 150}
+    assert driver("bind").transfer_out_options(5000) == {
+        "transfers-out": 5000, "tcp-clients": 5000, "tcp-listen-queue": 5000}
+    assert driver("bind").transfer_out_options(10) == {
+        "transfers-out": 10, "tcp-clients": 150, "tcp-listen-queue": 10}
     assert driver("bind").transfer_out_options(0) == {}
     assert driver("nsd").transfer_out_options(5000) == {"tcp-count": 5000}
     assert merge_options({"server": {"a": 1}, "b": 2}, {"server": {"c": 3}, "b": 4}) == {
