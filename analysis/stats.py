@@ -132,6 +132,24 @@ def mean_interval(values: Sequence[float] | np.ndarray,
     return Interval(mean, mean - half, mean + half, len(data), "t", level)
 
 
+def _ratio_samples(numerator: Sequence[float] | np.ndarray,
+                   denominator: Sequence[float] | np.ndarray, paired: bool,
+                   what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The finite values of a ratio's two samples: paired, a round is kept only when both of
+    its values are finite; else each sample is cleaned on its own."""
+    a_values, b_values = np.asarray(numerator, float), np.asarray(denominator, float)
+    if paired:
+        if len(a_values) != len(b_values):
+            raise ValueError("paired samples must have the same length")
+        keep = np.isfinite(a_values) & np.isfinite(b_values)
+        a_values, b_values = a_values[keep], b_values[keep]
+    else:
+        a_values, b_values = _clean(a_values), _clean(b_values)
+    if not len(a_values) or not len(b_values):
+        raise ValueError(f"no finite value to take the {what} of")
+    return a_values, b_values
+
+
 def ratio_of_means_interval(numerator: Sequence[float] | np.ndarray,
                             denominator: Sequence[float] | np.ndarray, *,
                             paired: bool = False, level: float = CONFIDENCE) -> Interval:
@@ -142,16 +160,7 @@ def ratio_of_means_interval(numerator: Sequence[float] | np.ndarray,
     the two means and c their covariance (paired: the sample covariance / n; independent:
     0, with Welch-Satterthwaite's degrees of freedom at the estimate). When b is not itself
     told from zero (g = t^2 v_b / b^2 >= 1) no finite interval exists: (-inf, +inf)."""
-    a_values, b_values = np.asarray(numerator, float), np.asarray(denominator, float)
-    if paired:
-        if len(a_values) != len(b_values):
-            raise ValueError("paired samples must have the same length")
-        keep = np.isfinite(a_values) & np.isfinite(b_values)
-        a_values, b_values = a_values[keep], b_values[keep]
-    else:
-        a_values, b_values = _clean(a_values), _clean(b_values)
-    if not len(a_values) or not len(b_values):
-        raise ValueError("no finite value to take the ratio of means of")
+    a_values, b_values = _ratio_samples(numerator, denominator, paired, "ratio of means")
     a, b = float(a_values.mean()), float(b_values.mean())
     if b == 0:
         raise ValueError("the denominator's mean is zero")
@@ -213,16 +222,7 @@ def ratio_of_medians_interval(numerator: Sequence[float] | np.ndarray,
     rounds); else each group is drawn on its own. With fewer than ~10 values a percentile
     bootstrap is narrower than its nominal level (a median of 5 trials takes one of 5
     values): claims that use it need at least 3 trials and say their n."""
-    a_values, b_values = np.asarray(numerator, float), np.asarray(denominator, float)
-    if paired:
-        if len(a_values) != len(b_values):
-            raise ValueError("paired samples must have the same length")
-        keep = np.isfinite(a_values) & np.isfinite(b_values)
-        a_values, b_values = a_values[keep], b_values[keep]
-    else:
-        a_values, b_values = _clean(a_values), _clean(b_values)
-    if not len(a_values) or not len(b_values):
-        raise ValueError("no finite value to take the ratio of medians of")
+    a_values, b_values = _ratio_samples(numerator, denominator, paired, "ratio of medians")
     ratio = float(np.median(a_values)) / float(np.median(b_values))
     n = min(len(a_values), len(b_values))
     if n < 2:
