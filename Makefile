@@ -115,8 +115,10 @@ docker-setup:
 dockerd-stop:
 	@scripts/start-dockerd.sh --stop
 
+# IMAGES=bind@9.20 (kind@version, a kind: its default version) or IMAGES=--all; default:
+# each kind's default version and the versions the topologies name
 images: docker-setup
-	@scripts/build-images.sh
+	@scripts/build-images.sh $(IMAGES)
 
 bench-lab: setup containerlab images
 	@$(PY) -m bench.bench_lab

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dnslab import cpus, paths, servers
 from dnslab import lab as lab_engine
 from dnslab.errors import LabError
@@ -47,6 +49,7 @@ from dnslab.experiment_spec import (
     parse_overrides,
     resolve_params,
     resume_params,
+    versioned_topology,
 )
 from dnslab.hosts import Hosts, Inventory, inventory_from_env, placement, reach
 from dnslab.monitor import Monitors
@@ -297,7 +300,12 @@ class Run:
             "started": _now(),
         })
         self.path = self.writer.dir
-        shutil.copy(self.topology.path, self.path / self.topology.path.name)
+        if self.topology.derived:  # with a node per version the parameters name
+            (self.path / self.topology.path.name).write_text(
+                f"# {self.topology.path.name} with the nodes this run's versions added\n"
+                + yaml.safe_dump(self.topology.raw, sort_keys=False))
+        else:
+            shutil.copy(self.topology.path, self.path / self.topology.path.name)
         shutil.copy(spec.path, self.path / spec.path.name)
 
     def prepare_nodes(self, nodes: list[str]) -> None:
@@ -307,7 +315,7 @@ class Run:
         if not (self.inventory is not None and self.runtime == "clab"):
             # across hosts on clab each host's images are checked there, at lab up
             lab_engine.get_runtime(self.runtime, topo, quiet=True).prepare_nodes(topo, nodes)
-        images = {n: topo.node(n).image for n in nodes if topo.node(n).label("image")}
+        images = {n: topo.node(n).image for n in nodes if topo.node(n).versioned}
         if images:
             self.writer.merge("images", images)
 
@@ -548,6 +556,7 @@ def run_experiment(name: str, args: list[str], command: list[str] | None = None)
         resume_path, params = None, resolve_params(spec, overrides, scale)
     topo = lab_engine.topology.load(spec.topology)
     check_params(spec, params, topo)  # every value, before any work and any run folder
+    topo = versioned_topology(spec, params, topo)  # a node per version the values name
     run_fn = procedure(spec)
     check_procedure_params(spec, params)
     if hosts.inventory is not None and runtime == "auto":

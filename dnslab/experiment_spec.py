@@ -284,6 +284,22 @@ def check_params(spec: ExperimentSpec, params: dict[str, Any],
             param_rules.check(key, params[key], rule, context)
 
 
+def versioned_topology(spec: ExperimentSpec, params: dict[str, Any],
+                       topology: Topology) -> Topology:
+    """The lab with a node for every kind's version a parameter names that it has no node
+    of (`SERVERS=bind@9.16,bind@9.20`: a BIND secondary per version), for each parameter
+    whose rule is `<role> kind` or `each <role> kind` (checked first: `check_params`)."""
+    for key, rule in spec.rules.items():
+        for form in rule.forms:
+            element = form.element if form.kind == "each" else form
+            if element is None or element.kind != "role" or key not in params:
+                continue
+            value = params[key]
+            names = [str(v) for v in (value if isinstance(value, list) else [value]) if v]
+            topology = topology.with_versions(element.words[0], names)
+    return topology
+
+
 def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
                   scale: str | None) -> tuple[Path, dict[str, Any], str | None]:
     """The folder, parameters and scale of an interrupted run to continue: its own, always

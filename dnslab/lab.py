@@ -380,7 +380,7 @@ def _new_state(rendered: RenderedLab, runtime: Runtime) -> LabState:
             health=check.name if check else "",
             # across hosts a set is checked against its own host's CPUs (multihost)
             cpu_set=render.node_cpu_set(rendered, node),
-            image=node.image, from_image=bool(node.label("image")),
+            image=node.image, from_image=node.versioned,
             mounts=render.node_mounts(rendered, node))
     return state
 

@@ -204,6 +204,8 @@ class Choice:
 
     message: str
     allowed: list[str]
+    # a version of a kind the lab has that the manifest does not offer (`bind@9.14`)
+    version: bool = False
 
 
 def check(key: str, value: Any, rule: Rule, context: Context) -> None:
@@ -222,6 +224,10 @@ def refusal(key: str, value: Any, rule: Rule, context: Context,
     name = key.upper()
     given = f"{name}={shown(value)}"
     choice = next((p for p in problems if isinstance(p, Choice)), None)
+    offered = next((p for p in problems if isinstance(p, Choice) and p.version), None)
+    if offered is not None:  # a kind the lab has, in a version it does not offer
+        return LabError(f"{given}: {offered.message}",
+                        hint=f"{name} from: {', '.join(offered.allowed)}")
     if choice is not None and len(rule.forms) == 1:
         # the right shape with a bad choice, or none: which one, and the choices
         return LabError(f"{given}: {choice.message}",
@@ -275,6 +281,10 @@ def _problem(form: Form, value: Any, context: Context) -> str | Choice | None:
     if allowed is not None:
         if str(value) in allowed:
             return None
+        if kind == "role" and context.topology is not None:
+            version = _version_problem(str(value), form.words[0], context.topology)
+            if version is not False:
+                return version
         where = ""
         if kind == "role" and context.topology is not None:
             where = f" (lab {context.topology.name!r} has no such {form.words[0]})"
@@ -302,6 +312,33 @@ def _problem(form: Form, value: Any, context: Context) -> str | Choice | None:
     if kind == "wan":
         return _wan_problem(value)
     raise AssertionError(f"form {kind!r} has no check")  # parse() knows no other
+
+
+def _version_problem(value: str, role: str, topo: Any) -> str | Choice | None | bool:
+    """A kind's version for a node of `role`: None when the lab has the node or can add one
+    (`Topology.with_versions`: a version the manifest offers of a kind the lab has in that
+    role); a Choice naming the versions offered when the version is not one; False when
+    the value names no kind of that role at all (the caller's list of choices says)."""
+    from dnslab.servers.manifest import ManifestError, kind_version
+
+    if value in topo.nodes_by_server(role):
+        return None
+    kinds = {n.server for n in topo.nodes_where(role=role)}
+    try:
+        found = kind_version(value)
+    except ManifestError as exc:
+        kind = value.partition("@")[0]
+        if kind not in kinds:
+            return False
+        return Choice(f"{value!r} is not a version the lab offers", _offered(kind),
+                      version=True) if "offers" in str(exc) else False
+    return None if found.kind in kinds else False
+
+
+def _offered(kind: str) -> list[str]:
+    from dnslab.servers.manifest import manifest
+
+    return [f"{kind}@{v}" for v in manifest(kind).versions]
 
 
 def _choices(form: Form, context: Context) -> list[str] | None:

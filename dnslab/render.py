@@ -27,7 +27,7 @@ from dnslab import certificates, cpus, paths
 from dnslab.errors import LabError
 from dnslab.servers import driver, merge_options
 from dnslab.servers.base import DOH_PATH, TLS_CERT, TLS_KEY, TRANSPORT_PORTS
-from dnslab.servers.manifest import ENCRYPTED_TRANSPORTS
+from dnslab.servers.manifest import ENCRYPTED_TRANSPORTS, kind_version
 from dnslab.topology import IFACE, LAN, Node, Topology
 
 
@@ -183,9 +183,12 @@ def node_options(rendered: RenderedLab, node: Node) -> dict:
     """The options a node's templates read: its kind's benchmark-grade defaults (one worker
     per core it is given, no rate limiting: `Driver.benchmark_options`), then what the
     experiment sets for it. So a lab brought up by hand is configured for benchmarking as an
-    experiment's is."""
+    experiment's is. Options the node's version does not know (its manifest row's
+    `lacks_options`) are left out."""
     defaults = driver(node.server).benchmark_options(node_cores(rendered, node))
-    return merge_options(defaults, rendered.data.node_options.get(node.name, {}))
+    options = merge_options(defaults, rendered.data.node_options.get(node.name, {}))
+    lacks = kind_version(node.image_key).image.lacks_options
+    return {key: value for key, value in options.items() if key not in lacks}
 
 
 def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node: Node) -> dict:
@@ -197,6 +200,8 @@ def _node_context(topology: Topology, data: LabData, rendered: RenderedLab, node
         backends = secondaries or topology.by_role("primary")
     return {
         "node": node,
+        # the node's version of its kind, comparable: {% if version >= (9, 20) %}
+        "version": tuple(int(part) for part in node.version.split(".")),
         "node_dir": str(rendered.node_dir(node.name)),
         "lan": str(LAN),
         "zones": rendered.zones_for(node),
@@ -328,6 +333,8 @@ def write_clab_file(rendered: RenderedLab) -> Path:
     for node in rendered.topology.nodes.values():
         spec = topo["topology"]["nodes"][node.name] or {}
         node_dir = str(rendered.node_dir(node.name))
+        if node.image:  # a node's version names its image (topology.Node.version)
+            spec["image"] = node.image
         spec["binds"] = [f"{d}:{d}" for d in node_mounts(rendered, node)]
         spec["network-mode"] = "none"
         spec["env"] = {**(spec.get("env") or {}), "DNSLAB_NODE_DIR": node_dir,

@@ -1,8 +1,11 @@
 """Load a containerlab topology file and give every lab node its role, server and address.
 
 The topology files in `topologies/` are real containerlab files. What the lab needs beyond
-containerlab's own fields rides in node labels (`dnslab.role`, `dnslab.server`), so the same
-file deploys with containerlab and instantiates on the network-namespace runtime. A node's
+containerlab's own fields rides in node labels (`dnslab.role`, `dnslab.server`, and
+`dnslab.version` for a version other than the kind's default), so the same file deploys with
+containerlab and instantiates on the network-namespace runtime. A node runs one version of its
+kind (`Node.image_key`, `bind@9.20`), whose image the manifest names; `with_versions` adds a
+node per version an experiment asks for (`SERVERS=bind@9.16,bind@9.20`). A node's
 fields are resolved as containerlab resolves them (`resolve_node`): `defaults` < `kinds` <
 `groups` < the node itself, so a file names each image once, in a group.
 
@@ -12,15 +15,23 @@ space, never routed) and the Nth linux node in file order gets 198.18.0.(10+N).
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
 from dnslab import cpus, paths, yamlfile
 from dnslab.errors import LabError
-from dnslab.servers.manifest import kinds_for_role, server_kinds
+from dnslab.servers.manifest import (
+    ManifestError,
+    image_key,
+    kind_version,
+    kinds_for_role,
+    server_kinds,
+)
 
 LAN = ipaddress.IPv4Network("198.18.0.0/24")
 FIRST_HOST = 10
@@ -68,10 +79,49 @@ class Node:
         return self.labels.get(f"dnslab.{key}", default)
 
     @property
-    def image_kind(self) -> str:
-        """The image kind the node runs (images/tags.sh): its `dnslab.image` label (a
-        variant such as `bind916`), else its server kind."""
-        return self.label("image") or self.server
+    def version(self) -> str:
+        """The version of its kind the node runs: its `dnslab.version` label (an old
+        topology's `dnslab.image: bind916` means 9.16), else the kind's default."""
+        named = self.label("version")
+        if named is None and self.label("image"):
+            return kind_version(str(self.label("image"))).version
+        return named or kind_version(self.server).version
+
+    @property
+    def image_key(self) -> str:
+        """What the node runs, `kind@version` (images/tags.sh names its image)."""
+        return f"{self.server}@{self.version}"
+
+    @property
+    def versioned(self) -> bool:
+        """Whether the node names a version (it may still be the default one)."""
+        return bool(self.label("version") or self.label("image"))
+
+
+def canonical(server: str) -> str:
+    """`bind`, `bind@9.18`, `bind916` -> the one name `kind@version`; a name that is no
+    kind is returned as it is (it matches nothing)."""
+    try:
+        return image_key(server)
+    except ManifestError:
+        return server
+
+
+V = TypeVar("V")
+
+
+class KindMap(dict[str, V]):
+    """`kind@version` -> a node (or its name, ...), looked up by any name of a version (`bind`
+    is the default version's, `bind916` BIND 9.16's)."""
+
+    def __getitem__(self, name: str) -> V:
+        return super().__getitem__(canonical(name))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(canonical(name))
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return super().get(canonical(name), default)
 
 
 def spare_addresses(topo: Topology, count: int) -> list[ipaddress.IPv4Address]:
@@ -95,6 +145,8 @@ class Topology:
     bridge: str
     nodes: dict[str, Node] = field(default_factory=dict)
     raw: dict = field(default_factory=dict, repr=False)
+    # made by `with_versions` from the file at `path` (which lacks the added nodes)
+    derived: bool = False
 
     def by_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.role == role]
@@ -112,9 +164,9 @@ class Topology:
              server: str | None = None) -> Node:
         """A node by name, or the one node with this role and/or server.
 
-        `server` is a server kind (`bind`) or an image variant (`bind916`): it is matched
-        against each node's `image_kind`, so `server="bind"` never picks a node that runs a
-        variant image."""
+        `server` names a version of a kind (`bind@9.20`; `bind` is its default version): it is
+        matched against each node's `image_key`, so `server="bind"` never picks a node that
+        runs another version."""
         if name is not None:
             if name not in self.nodes:
                 raise LabError(
@@ -134,20 +186,60 @@ class Topology:
             )
         return found[0]
 
-    def nodes_by_server(self, role: str) -> dict[str, Node]:
-        """Image kind (`bind`, `bind916`, `knot`, ...) -> the lab's node of that kind in
-        `role`, the first in file order: the choices a SERVER=/SECONDARY= parameter has."""
-        found: dict[str, Node] = {}
+    def nodes_by_server(self, role: str) -> KindMap[Node]:
+        """`kind@version` -> the lab's node of that version in `role`, the first in file
+        order: the choices a SERVER=/SECONDARY= parameter has (looked up by any name)."""
+        found: KindMap[Node] = KindMap()
         for node in self.nodes_where(role=role):
-            found.setdefault(node.image_kind, node)
+            found.setdefault(node.image_key, node)
         return found
 
     def nodes_where(self, *, role: str | None = None, server: str | None = None) -> list[Node]:
-        """The nodes with this role and/or server (an image kind, as in `node`), in file
+        """The nodes with this role and/or server (a kind's version, as in `node`), in file
         order."""
+        wanted = canonical(server) if server is not None else None
         return [n for n in self.nodes.values()
                 if (role is None or n.role == role)
-                and (server is None or n.image_kind == server)]
+                and (wanted is None or n.image_key == wanted)]
+
+    def with_versions(self, role: str, names: list[str]) -> Topology:
+        """This topology plus a node in `role` for each version in `names` it has no node of:
+        a copy of the role's first node of that kind, labelled with the version (named
+        `<node><digits>`, `sec-bind920`, linked to the bridge like it). Returns `self` when
+        every version has its node."""
+        have = self.nodes_by_server(role)
+        missing = [kind_version(n) for n in dict.fromkeys(names) if n not in have]
+        if not missing:
+            return self
+        raw = copy.deepcopy(self.raw)
+        topo = raw["topology"]
+        links = topo.setdefault("links", [])
+        ports = {p for n in self.nodes.values() for p in (n.bridge_port,)}
+        for wanted in missing:
+            template = next((n for n in self.nodes_where(role=role)
+                             if n.server == wanted.kind), None)
+            if template is None:
+                raise LabError(f"lab {self.name!r} has no {role} of kind {wanted.kind} to run "
+                               f"{wanted.key} as",
+                               hint=f"its {role}s: " + ", ".join(self.nodes_by_server(role)))
+            suffix = wanted.version.replace(".", "")
+            name = f"{template.name.rstrip('0123456789')}{suffix}"
+            port = f"{template.bridge_port[:15 - len(suffix)]}{suffix}"
+            if name in self.nodes or port in ports:
+                raise LabError(f"lab {self.name!r}: node {name!r} for {wanted.key} would clash "
+                               "with one it has", hint=f"label a node of {self.path.name} with "
+                               f"dnslab.version: \"{wanted.version}\" instead")
+            spec = copy.deepcopy(topo["nodes"][template.name] or {})
+            labels = dict(spec.get("labels") or {})
+            labels.pop("dnslab.image", None)
+            spec["labels"] = {**labels, "dnslab.version": wanted.version}
+            spec["image"] = wanted.image.reference
+            topo["nodes"][name] = spec
+            links.append({"endpoints": [f"{name}:{IFACE}", f"{self.bridge}:{port}"]})
+            ports.add(port)
+        derived = from_dict(raw, self.path)
+        derived.derived = True
+        return derived
 
     @property
     def servers(self) -> set[str]:
@@ -298,6 +390,19 @@ def from_dict(raw: object, path: Path) -> Topology:
         if server not in ROLE_SERVERS[role]:
             raise _fail(path, f"node {node_name!r}: a {role} cannot be {server}",
                         f"a {role} is one of {', '.join(sorted(ROLE_SERVERS[role]))}")
+        version = labels.get("dnslab.version")
+        image = str(spec.get("image", ""))
+        if version is not None or labels.get("dnslab.image"):
+            name_of = f"{server}@{version}" if version is not None else str(labels["dnslab.image"])
+            try:
+                found = kind_version(name_of)
+            except ManifestError as exc:
+                raise _fail(path, f"node {node_name!r}: {exc}",
+                            "label it with a version the kind's manifest offers") from None
+            if found.kind != server:
+                raise _fail(path, f"node {node_name!r}: dnslab.image {name_of} is not {server}",
+                            f'label it dnslab.version: "<version of {server}>" instead')
+            image = found.image.reference  # a version's image is the manifest's
         if node_name not in ports:
             raise _fail(path, f"node {node_name!r} has no link to the bridge",
                         f"add endpoints: [{node_name}:eth1, {bridge}:{node_name}]")
@@ -314,7 +419,7 @@ def from_dict(raw: object, path: Path) -> Topology:
             ordinal=ordinal,
             role=role,
             server=server,
-            image=str(spec.get("image", "")),
+            image=image,
             labels={k: str(v) for k, v in labels.items()},
             sysctls={k: str(v) for k, v in sysctls.items()},
             bridge_port=ports[node_name],

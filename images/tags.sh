@@ -1,19 +1,21 @@
 #!/bin/sh
-# The image each lab image kind runs, and its tag, from the kinds' manifests
-# (dnslab/servers/<kind>.yaml, field `image`; printed by scripts/manifest.py).
-# Image kinds are the server kinds (dnslab.server) plus variants a topology node names
-# with the label dnslab.image: bind916 = BIND 9.16 from Debian 11 (images/bind9-bullseye).
+# The image of each version of each kind (`kind@version`), and its tag, from the kinds'
+# manifests (dnslab/servers/<kind>.yaml, `image` and `versions`; printed by
+# scripts/manifest.py). One image per version: bind@9.16, bind@9.18 and bind@9.20 are
+# dnslab/bind9 with three tags.
 #
 # Tag rule (dnslab/servers/manifest.py, Image.tag): the pinned Debian package version
 # without its epoch, with every character Docker forbids in a tag ('~', '+', ':') as '-'.
 # Example: bind9 1:9.18.49-1~deb12u3 -> dnslab/bind9:9.18.49-1-deb12u3.
 #
-#   images/tags.sh            # lines: <image-kind> <image-dir> <package> <version> <reference>
-#   images/tags.sh --json     # {"bind": "dnslab/bind9:9.18.49-1-deb12u3", ...}
-#   images/tags.sh KIND       # the reference for one image kind
+#   images/tags.sh            # lines: <kind@version> <image-dir> <package> <version> <reference>
+#                             #        <suite> <group> <default|other>
+#   images/tags.sh --json     # {"bind@9.18": "dnslab/bind9:9.18.49-1-deb12u3", ...}
+#   images/tags.sh KIND[@VERSION]   # the reference of one version (KIND: its default)
 #   images/tags.sh --topologies [DIR]
-#       # set the image of each image-kind group in DIR/*.clab.yml (default: topologies/) to
-#       # the reference above: after a version bump in a manifest, the one edit by hand
+#       # set the image of each group in DIR/*.clab.yml (default: topologies/) named as the
+#       # table's <group> (the kind for its default version, bind916 for bind@9.16) to the
+#       # reference above: after a version bump in a manifest, the one edit by hand
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,8 +31,8 @@ case "${1:-}" in
 --json)
     table | {
         sep="{"
-        while read -r kind _dir _pkg _ver ref; do
-            printf '%s"%s": "%s"' "$sep" "$kind" "$ref"
+        while read -r key _dir _pkg _ver ref _rest; do
+            printf '%s"%s": "%s"' "$sep" "$key" "$ref"
             sep=", "
         done
         echo "}"
@@ -38,9 +40,9 @@ case "${1:-}" in
     ;;
 --topologies)
     dir=${2:-$HERE/../topologies}
-    table | while read -r kind image_dir _pkg _ver ref; do
+    table | while read -r _key image_dir _pkg _ver ref _suite group _default; do
         for file in "$dir"/*.clab.yml; do
-            sed -i -E "s#^(    $kind: \{image: )dnslab/$image_dir:[^,} ]+#\1$ref#" "$file"
+            sed -i -E "s#^(    $group: \{image: )dnslab/$image_dir:[^,} ]+#\1$ref#" "$file"
         done
     done
     ;;
@@ -49,8 +51,11 @@ case "${1:-}" in
     exit 2
     ;;
 *)
-    ref=$(table | awk -v k="$1" '$1 == k { print $5 }')
-    [ -n "$ref" ] || { echo "error: unknown server kind '$1'" >&2; exit 1; }
+    ref=$(table | awk -v k="$1" '$1 == k || ($1 ~ "^" k "@" && $8 == "default") { print $5 }')
+    [ -n "$ref" ] || {
+        echo "error: unknown kind or version '$1' (known: $(table | awk '{ printf "%s ", $1 }'))" >&2
+        exit 1
+    }
     echo "$ref"
     ;;
 esac

@@ -1,9 +1,13 @@
 #!/bin/sh
-# Build the lab's container images, one per image kind's manifest (dnslab/servers/<kind>.yaml,
-# field `image`): from images/common/Dockerfile (or images/<dir>/Dockerfile where a kind
-# has its own) with the manifest's build arguments; context images/.
+# Build the lab's container images, one per version of a kind (dnslab/servers/<kind>.yaml,
+# `image` and `versions`): from images/common/Dockerfile (or images/<dir>/Dockerfile where a
+# kind has its own) with the manifest's build arguments; context images/.
 #
-#   scripts/build-images.sh [--force] [NAME...]   # NAME: image dir (dnslab/<dir>); default: all
+#   scripts/build-images.sh [--force] [--all] [NAME...]
+#       NAME: kind@version (bind@9.20) or a kind (its default version); default: the lab's
+#       images (scripts/manifest.py lab-images): each kind's default version, every version a
+#       topology's group names (bind@9.16 for the mobile lab) and every version an
+#       experiment's default parameters name; --all: every version of every kind
 #
 # Base image, per Debian suite (the manifest's image.suite, default bookworm):
 # $BASE_IMAGE if set (bookworm only); else debian:<suite>-slim when Docker already
@@ -12,7 +16,7 @@
 # An image is skipped when an image with its tag exists whose
 # org.dnslab.content-hash label matches the hash of its build inputs
 # (Dockerfile, images/common/, the image's build arguments, base image id).
-# Writes build/images.json ({server kind: image reference}) and prints a summary.
+# Writes build/images.json ({kind@version: image reference}) and prints a summary.
 set -eu
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,16 +25,18 @@ BUILD="$REPO/build"
 LOGDIR="$BUILD/images"
 
 force=0
+all=0
 names=""
 for arg in "$@"; do
     case "$arg" in
     --force) force=1 ;;
+    --all) all=1 ;;
     -h | --help)
-        sed -n '2,15p' "$0"
+        sed -n '2,19p' "$0"
         exit 0
         ;;
     -*)
-        echo "usage: $0 [--force] [NAME...]" >&2
+        echo "usage: $0 [--force] [--all] [NAME...]" >&2
         exit 2
         ;;
     *) names="$names $arg" ;;
@@ -73,21 +79,27 @@ dockerfile_of() {
 tab=$(mktemp)
 trap 'rm -f "$tab"' EXIT
 "$IMAGES/tags.sh" >"$tab"
-if [ -z "$names" ]; then
-    names=$(awk '{ print $2 }' "$tab")
+if [ "$all" = 1 ]; then
+    names=$(awk '{ print $1 }' "$tab")
+elif [ -z "$names" ]; then
+    names=$(manifest lab-images)
 fi
 
 summary=""
 bases=""
 failed=0
 for name in $names; do
-    kind=$(awk -v n="$name" '$2 == n { print $1 }' "$tab")
-    ref=$(awk -v n="$name" '$2 == n { print $5 }' "$tab")
-    if [ -z "$ref" ]; then
-        echo "error: unknown image '$name' (known: $(awk '{ printf "%s ", $2 }' "$tab"))" >&2
+    # a kind alone is its default version
+    key=$(awk -v n="$name" '$1 == n || ($1 ~ "^" n "@" && $8 == "default") { print $1 }' "$tab")
+    if [ -z "$key" ]; then
+        echo "error: unknown image '$name' (known: $(awk '{ printf "%s ", $1 }' "$tab"))" >&2
         exit 2
     fi
-    dockerfile=$(dockerfile_of "$name")
+    kind=$key
+    dir=$(awk -v k="$key" '$1 == k { print $2 }' "$tab")
+    ref=$(awk -v k="$key" '$1 == k { print $5 }' "$tab")
+    name=$key
+    dockerfile=$(dockerfile_of "$dir")
     suite=$(manifest field "$kind" image.suite)
     args=$(manifest build-args "$kind")
     line=$(base_for "$suite") || exit 1
@@ -131,16 +143,16 @@ ARGS
     fi
     secs=$(($(date +%s) - start))
     size=$(docker image inspect --format '{{.Size}}' "$ref" 2>/dev/null || echo 0)
-    summary="$summary$name ${ref#*:} $((size / 1000000)) $secs $status
+    summary="$summary${ref%%:*} ${ref#*:} $((size / 1000000)) $secs $status
 "
 done
 
-# images.json lists every kind whose image exists now.
+# images.json lists every version whose image exists now.
 {
     sep="{"
-    while read -r kind _dir _pkg _ver ref; do
+    while read -r key _dir _pkg _ver ref _rest; do
         if docker image inspect "$ref" >/dev/null 2>&1; then
-            printf '%s\n  "%s": "%s"' "$sep" "$kind" "$ref"
+            printf '%s\n  "%s": "%s"' "$sep" "$key" "$ref"
             sep=","
         fi
     done <"$tab"
@@ -152,7 +164,7 @@ mv "$BUILD/images.json.tmp" "$BUILD/images.json"
 echo
 printf '%-22s %-20s %8s %9s  %s\n' IMAGE TAG "SIZE(MB)" "BUILD(s)" STATUS
 printf '%s' "$summary" | while read -r name tag size secs status; do
-    printf '%-22s %-20s %8s %9s  %s\n' "dnslab/$name" "$tag" "$size" "$secs" "$status"
+    printf '%-22s %-20s %8s %9s  %s\n' "$name" "$tag" "$size" "$secs" "$status"
 done
 printf '%s' "$bases" | sort -u | sed 's/^/base image for /'
 echo "image map: $BUILD/images.json"

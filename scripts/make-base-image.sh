@@ -4,7 +4,7 @@
 #
 #   scripts/make-base-image.sh [--force] [SUITE]   # SUITE: bookworm (default), bullseye, trixie
 #
-# bullseye is the base of the older-BIND image (images/bind9-bullseye: BIND 9.16, which
+# bullseye is the base of the older-BIND image (bind@9.16: BIND 9.16, which
 # still fills the additional section of large NAPTR answers); trixie (Debian 13) the base of
 # the tools image (dnsperf 2.14, which receives TCP answers over 16 KiB) and of the images of
 # the kinds whose manifest says suite: trixie.

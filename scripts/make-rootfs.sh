@@ -45,10 +45,11 @@ mirror=${mirror%/}
 security_mirror=$(echo "$mirror" | sed 's#/debian$#/debian-security#')
 
 log=$(mktemp "${TMPDIR:-/tmp}/dnslab-rootfs.XXXXXX")
+explained=0 # set when the failure was said in one line already
 cleanup() {
     status=$?
     if [ "$status" != 0 ]; then
-        tail -n 30 "$log" >&2
+        [ "$explained" = 1 ] || tail -n 30 "$log" >&2
         rm -rf "$root"
     fi
     rm -f "$log"
@@ -58,7 +59,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "debootstrap --variant=minbase $SUITE from $mirror"
-debootstrap --variant=minbase --components=main "$SUITE" "$root" "$mirror" >"$log" 2>&1
+# a mirror that drops a download now and then ("Couldn't download packages: ...") fails a
+# whole debootstrap: try three times
+for attempt in 1 2 3; do
+    if debootstrap --variant=minbase --components=main "$SUITE" "$root" "$mirror" >"$log" 2>&1; then
+        break
+    fi
+    [ "$attempt" -lt 3 ] || exit 1
+    echo "debootstrap failed ($(grep -m1 '^E:' "$log" || tail -n1 "$log")); retrying"
+    rm -rf "$root"
+done
 
 # apt sources inside the root: same mirror, with updates and security (sid has neither).
 rm -f "$root/etc/apt/sources.list"
@@ -117,7 +127,18 @@ chmod 755 "$root/usr/sbin/policy-rc.d"
 chroot "$root" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade' >>"$log" 2>&1
 if [ $# -gt 0 ]; then
     echo "installing $*"
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>"$log" 2>&1
+    if ! chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>"$log" 2>&1; then
+        # a pinned version the archive no longer carries: one line naming those it does
+        for package in "$@"; do
+            case "$package" in *=*) ;; *) continue ;; esac
+            name=${package%%=*} version=${package#*=}
+            carried=$(chroot "$root" apt-cache madison "$name" 2>/dev/null | awk '{ print $3 }' | sort -u | tr '\n' ' ')
+            case " $carried " in *" $version "*) continue ;; esac
+            echo "error: the $SUITE archive carries no $name $version (it carries: ${carried:-none}); update the kind's manifest (dnslab/servers/)" >&2
+            explained=1
+        done
+        exit 1
+    fi
     mkdir -p "$root/usr/share/dnslab"
     names=$(for package in "$@"; do echo "${package%%=*}"; done)
     # shellcheck disable=SC2086 # one argument per package name

@@ -36,7 +36,7 @@ class NodeState:
     sysctls_refused: dict[str, str] = field(default_factory=dict)
     cpu_set: str = ""  # the CPUs the node runs on ("" = any), containerlab's cpu-set
     image: str = ""  # the node's image reference (what the clab runtime runs)
-    # labelled dnslab.image: a server version only its image has
+    # labelled with a version (dnslab.version), so its image is that version's
     from_image: bool = False
     mounts: list[str] = field(default_factory=list)  # host folders seen at their own path
     # netns: the root file system the node's daemon and commands run chrooted in, with

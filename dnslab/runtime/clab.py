@@ -366,11 +366,24 @@ class ClabRuntime(Runtime):
         self.prepare_nodes(rendered.topology, rendered.topology.nodes)
 
     def prepare_nodes(self, topology: Topology, nodes: Iterable[str]) -> None:
+        """Each node's image: a version's image that is not built yet is built now
+        (scripts/build-images.sh KIND@VERSION, once); a default one must be (make images)."""
         for name in nodes:
             node = topology.node(name)
-            if _docker("image", "inspect", node.image, check=False).returncode != 0:
+            if _docker("image", "inspect", node.image, check=False).returncode == 0:
+                continue
+            if not node.versioned:
                 raise LabError(f"image {node.image} (node {name!r}) is not built",
                                hint="make images")
+            print(f"clab: node {name!r} runs {node.image_key}: building its image {node.image} "
+                  "(once; a few minutes)", file=sys.stderr)
+            build = subprocess.run([str(paths.REPO / "scripts" / "build-images.sh"),
+                                    node.image_key], capture_output=True, text=True)
+            if build.returncode != 0:
+                tail = (build.stderr.strip() or build.stdout.strip()).splitlines()[-1:] or [""]
+                raise LabError(f"building image {node.image} for {node.image_key} (node "
+                               f"{name!r}) failed: {tail[0]}",
+                               hint=f"scripts/build-images.sh {node.image_key} shows why")
 
     def leftovers(self, lab: str | None) -> list[str]:
         if lab is None:

@@ -4,9 +4,10 @@ Each lab node is a named namespace `dnslab-<lab>-<node>` whose `eth1` is a veth 
 lab bridge, which lives in a namespace of its own (`dnslab-<lab>-<bridge>`), so nothing is
 added to the host's network. A node's daemon runs from the host's Debian packages with the
 rendered configuration, under `ip netns exec`, as a process this runtime starts, logs and
-stops. A node labelled `dnslab.image`, or of a kind whose host package is older than its
-manifest's `minimum_versions` (the client's dnsperf on Debian 12), runs its daemon and every
-command executed in it from a root file system of its suite instead (rootfs.py).
+stops. A node whose version of its kind the host's package is not (`bind@9.20` on Debian 12,
+`bind@9.16` anywhere), or whose host package is older than its manifest's `minimum_versions`
+(the client's dnsperf on Debian 12), runs its daemon and every command executed in it from a
+root file system of its version's suite instead (rootfs.py).
 A node with a `cpu-set` runs its daemon, and every command executed in it, under `taskset`.
 Namespaces have no route anywhere but the lab LAN, so no packet can leave the host.
 
@@ -43,7 +44,7 @@ from dnslab.runtime.rootfs import (
     suite_root,
 )
 from dnslab.servers import driver
-from dnslab.servers.manifest import manifest
+from dnslab.servers.manifest import kind_version, manifest, version_label
 from dnslab.topology import Node, Topology
 from dnslab.wait import WaitTimeout, wait_until
 
@@ -84,15 +85,24 @@ def installed_versions(host: Host, packages: list[str]) -> dict[str, str | None]
 
 def node_root(node: Node, host: Host = LOCAL_HOST) -> tuple[SuiteRoot, str] | None:
     """The root file system a node runs from on `host` and why (rootfs.py); None when the
-    host's packages serve it: a node labelled `dnslab.image` runs from its image kind's, a
-    node whose kind's `minimum_versions` the host's packages do not meet from its kind's."""
-    if node.label("image"):
-        return suite_root(node.image_kind, node.image), f"image kind {node.image_kind}"
-    wanted = manifest(node.server).minimum_versions
-    if not wanted:
+    host's packages serve it: the host's package is the node's version (`bind@9.18`: bind9
+    9.18.x), or for a kind that names a minimum for it (the client's dnsperf) one at least
+    that, and the kind's other `minimum_versions` hold."""
+    wanted = kind_version(node.image_key)
+    package = wanted.image.package
+    minimum = manifest(node.server).minimum_versions
+    installed = installed_versions(host, sorted({package, *minimum}))
+    have = installed.get(package)
+    short = shortfall(node.server, installed)
+    if have is None:
+        why = f"{wanted.key}: {package} is not installed on this host"
+    elif package not in minimum and version_label(have) != wanted.version:
+        why = f"{wanted.key}: this host's {package} is {have}"
+    elif short:
+        why = "on this host " + "; ".join(short)
+    else:
         return None
-    short = shortfall(node.server, installed_versions(host, sorted(wanted)))
-    return (suite_root(node.server), "on this host " + "; ".join(short)) if short else None
+    return suite_root(wanted.key), why
 
 
 APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
@@ -201,7 +211,7 @@ class NetnsRuntime(Runtime):
     def make_root(self, state: LabState, node: str) -> Path:
         """The node's root file system, made if missing and put on the node's host."""
         info = state.nodes[node]
-        root = suite_root(info.rootfs_kind, info.image if info.from_image else None)
+        root = suite_root(info.rootfs_kind)
         path = ensure_root(root, node, info.rootfs_why)
         _put_root(state.host(node), path)
         return path

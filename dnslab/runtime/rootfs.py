@@ -1,15 +1,16 @@
 """Root file systems on the netns runtime: a node whose software the host's packages do not
 provide runs from a root file system of its Debian suite.
 
-Two kinds of node do: one labelled `dnslab.image: <image kind>` (an image-only variant, e.g.
-`bind916`: BIND 9.16 from Debian 11), and one whose kind's manifest asks for a newer host
-package than the host has (`minimum_versions`, e.g. the client's dnsperf >= 2.13.1, which
-Debian 12's 2.10 is not: it stalls on a TCP answer over 16 KiB; a Debian 13 host's 2.14 is
-used as it is). Such a node's root holds its kind's image packages (`manifest.root_packages`:
-the pinned ones, iproute2, the extras) from the image's suite, and is keyed by exactly that:
+Two kinds of node do: one that runs another version of its kind than the host's package
+(`bind@9.16`: BIND 9.16 from Debian 11; `bind@9.20` on a Debian 12 host), and one whose
+kind's manifest asks for a newer host package than the host has (`minimum_versions`, e.g.
+the client's dnsperf >= 2.13.1, which Debian 12's 2.10 is not: it stalls on a TCP answer over
+16 KiB; a Debian 13 host's 2.14 is used as it is). Such a node's root holds its version's
+image packages (`manifest.root_packages`: the pinned ones, iproute2, the extras) from that
+version's suite, and is keyed by exactly that:
 (suite, packages@versions), `build/rootfs/<suite>-<key>/`, made once and reused until the list
 changes, by whichever of these comes first:
-- the kind's image, when Docker has it (`docker export`, seconds: CI builds the images
+- the version's image, when Docker has it (`docker export`, seconds: CI builds the images
   before the netns tests), checked to hold the pinned versions;
 - debootstrap (`scripts/make-rootfs.sh`: the suite from the host's Debian mirror, then the
   packages; under a minute on a fast mirror): no container engine is needed, so a newcomer's
@@ -51,9 +52,9 @@ DEBOOTSTRAP_TIMEOUT_S = 1800
 
 @dataclass(frozen=True)
 class SuiteRoot:
-    """The root file system a kind's nodes run from: its image's suite and packages."""
+    """The root file system a version's nodes run from: its image's suite and packages."""
 
-    kind: str
+    kind: str  # kind@version
     suite: str
     # what it holds beside the suite's minimal system: `package=version` pins and names
     packages: tuple[str, ...]
@@ -75,12 +76,28 @@ class SuiteRoot:
         return dict(p.split("=", 1) for p in self.packages if "=" in p)
 
 
-def suite_root(kind: str, image: str | None = None) -> SuiteRoot:
-    """The root of `kind` (a server kind or an image kind such as bind916); `image`: the
-    reference a node names, when it differs from the manifest's."""
-    found = manifests.manifest(kind).image
-    return SuiteRoot(kind, found.suite, tuple(manifests.root_packages(kind)),
-                     image or found.reference)
+def suite_root(kind: str) -> SuiteRoot:
+    """The root of a kind's version (`bind@9.16`; a kind alone: its default version)."""
+    found = manifests.kind_version(kind)
+    return SuiteRoot(found.key, found.image.suite, tuple(manifests.root_packages(found.key)),
+                     found.image.reference)
+
+
+def suite_checkers_root(suite: str) -> SuiteRoot:
+    """One root holding every server version of `suite` at once (each one's root packages):
+    where the configuration checkers of those versions run (tests/unit/
+    test_version_configs.py), one debootstrap a suite instead of one a version. A suite with
+    one version has exactly that version's root (exported from its image when Docker has it)."""
+    keys = [k for k in manifests.image_keys() if manifests.kind_version(k).image.suite == suite
+            and manifests.manifest(manifests.kind_version(k).kind).config_check]
+    if not keys:
+        suites = {manifests.kind_version(k).image.suite for k in manifests.image_keys()}
+        raise LabError(f"no version of any kind is from {suite}",
+                       hint="suites: " + ", ".join(sorted(suites)))
+    if len(keys) == 1:
+        return suite_root(keys[0])
+    packages = sorted({p for k in keys for p in manifests.root_packages(k)})
+    return SuiteRoot(f"{suite} checkers", suite, tuple(packages), "")
 
 
 def version_at_least(version: str, minimum: str) -> bool:
@@ -168,7 +185,7 @@ def _docker(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 
 def _image_id(image: str) -> str | None:
     """The image's ID, or None when Docker is not usable or does not have it."""
-    if shutil.which("docker") is None:
+    if not image or shutil.which("docker") is None:
         return None
     try:
         res = _docker("image", "inspect", "--format", "{{.Id}}", image, timeout=30)

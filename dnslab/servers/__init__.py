@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import Any
 
 from dnslab.errors import LabError
 from dnslab.servers import manifest
 from dnslab.servers.base import Driver, LogFollower, merge_options
 
 __all__ = ["Driver", "LogFollower", "driver", "drivers", "kinds", "kinds_for_role",
-           "merge_options"]
+           "kind_param", "merge_options"]
 
 
 def _driver_class(kind: str) -> type[Driver]:
@@ -52,10 +53,33 @@ def kinds_for_role(role: str) -> list[str]:
     return manifest.kinds_for_role(role)
 
 
-def driver(kind: str) -> Driver:
-    """The driver of a server kind; a LabError naming the known kinds otherwise."""
+def _kind(name: str) -> str:
+    """The kind a name of a version stands for (`bind@9.20`, `bind916` -> `bind`)."""
+    if name in _registry():
+        return name
     try:
-        return _registry()[kind]
+        return manifest.kind_version(name).kind
+    except manifest.ManifestError:
+        return name
+
+
+def kind_param(params: dict[str, Any], name: str, suffix: str = "options") -> Any:
+    """An experiment's per-kind parameter for a version's name (`bind@9.16`): its own
+    (`bind916_options`: the kind and the version's digits) when the experiment has one,
+    else the kind's (`bind_options`), else None."""
+    found = manifest.kind_version(name) if _kind(name) in _registry() else None
+    if found is not None:
+        own = f"{found.kind}{found.version.replace('.', '')}_{suffix}"
+        if own in params:
+            return params[own]
+    return params.get(f"{_kind(name)}_{suffix}")
+
+
+def driver(kind: str) -> Driver:
+    """The driver of a server kind (or of a version's name: `bind@9.20`); a LabError naming
+    the known kinds otherwise."""
+    try:
+        return _registry()[_kind(kind)]
     except KeyError:
         raise LabError(f"unknown server kind {kind!r}",
                        hint="known kinds: " + ", ".join(kinds())) from None

@@ -8,8 +8,16 @@ encrypted transports it serves (DoT, DoH), its health query and version command,
 image (name, main package, pinned version, Debian suite, the packages it pins and adds, its
 command), whose packages a root file system of that suite holds on the netns runtime
 (`root_packages`, dnslab/runtime/rootfs.py). Its driver
-(`dnslab/servers/<kind>.py`) holds the behaviour; an image-only variant (`variant_of: bind`,
-e.g. bind916) has a manifest and no driver.
+(`dnslab/servers/<kind>.py`) holds the behaviour.
+
+**Versions are data.** `versions:` lists the versions a kind offers, each by its label (the
+upstream major.minor: `bind@9.20`) with its Debian suite and exact package version (and what
+else of `image:` differs); `default_version` is the one a node runs when it names none.
+Each version is an image of its own (`dnslab/bind9:9.20.30-1-deb13u1`) and, on the netns
+runtime when the host's package is another version, a root file system of its suite.
+`image_key("bind@9.20")` is how everything else names one: `bind` alone means its default
+version, and `bind916` (the lab's name for BIND 9.16 before versions were data, in old
+runs' records) means `bind@9.16`.
 
 This module needs only the standard library and PyYAML, and imports nothing of dnslab:
 `scripts/manifest.py` loads it by path with the host's python3, before the virtualenv
@@ -29,6 +37,8 @@ import yaml
 MANIFESTS = Path(__file__).resolve().parent
 IMAGE_REPOSITORY = "dnslab"
 DEFAULT_SUITE = "bookworm"
+# names old runs recorded for what is now a version (`SERVERS=bind916`)
+ALIASES = {"bind916": "bind@9.16"}
 # what a kind may list under `encrypted_transports` (UDP and TCP on 53 every kind serves):
 # DNS over TLS (RFC 7858) and DNS over HTTPS (RFC 8484)
 ENCRYPTED_TRANSPORTS = ("dot", "doh")
@@ -59,6 +69,14 @@ class Image:
     dpkg_path_excludes: tuple[str, ...] = ()
     # what it runs given no command and no node folder (default: the version command)
     command: tuple[str, ...] = ()
+    # why this version is offered (a seed ran it, a release changed a mechanism, ...)
+    note: str = ""
+    # the encrypted transports this version serves when they differ from the kind's
+    # (`Manifest.encrypted_transports`; BIND 9.16 serves neither DoT nor DoH)
+    encrypted_transports: tuple[str, ...] | None = None
+    # options of the kind's driver this version does not know: left out of its configuration
+    # (BIND 9.16 has no http-* options, which 9.18 added with DoH)
+    lacks_options: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -70,18 +88,32 @@ class Image:
     def reference(self) -> str:
         return f"{IMAGE_REPOSITORY}/{self.dir}:{self.tag}"
 
+    @property
+    def label(self) -> str:
+        """The version's label: the upstream major.minor (1:9.20.30-1~deb13u1 -> 9.20)."""
+        return version_label(self.version)
+
+
+def version_label(debian_version: str) -> str:
+    """The upstream major.minor of a Debian version (epoch and revision dropped)."""
+    upstream = re.sub(r"^[0-9]*:", "", debian_version).split("-")[0].split("+")[0]
+    return ".".join(upstream.split(".")[:2])
+
 
 @dataclass(frozen=True)
 class Manifest:
-    """One server kind (or an image-only variant of one), as its YAML file says."""
+    """One kind (a server kind, or the client's tools), as its YAML file says."""
 
     kind: str
     order: int
     description: str
+    # the default version's image (`versions[default_version]`)
     image: Image
     version_command: tuple[str, ...]
+    # label -> that version's image, in the manifest's order
+    versions: dict[str, Image] = field(default_factory=dict)
+    default_version: str = ""
     roles: frozenset[str] = frozenset()
-    variant_of: str | None = None
     package: str | None = None
     binary: str | None = None
     commands: dict[str, str] = field(default_factory=dict)
@@ -105,12 +137,12 @@ class Manifest:
 
     @property
     def server(self) -> str:
-        """The server kind (`dnslab.server` label) a node of this image kind runs."""
-        return self.variant_of or self.kind
+        """The server kind (`dnslab.server` label) a node of this kind runs."""
+        return self.kind
 
 
 _TUPLE_FIELDS = {"version_command", "config_check", "host_packages", "config_files", "packages",
-                 "encrypted_transports",
+                 "encrypted_transports", "lacks_options",
                  "extra_packages", "recorded_packages", "dpkg_path_excludes", "command"}
 
 
@@ -123,12 +155,40 @@ def _fields(cls: type, raw: dict[str, Any], path: Path) -> dict[str, Any]:
     return {key: tuple(value) if key in _TUPLE_FIELDS else value for key, value in raw.items()}
 
 
+def _versions(raw: dict[str, Any], path: Path) -> tuple[dict[str, Image], str]:
+    """Each version's image (the shared `image:` fields, then the version's own) and the
+    default label. Without `versions:`, `image:` is the one version."""
+    shared = raw["image"]
+    rows = raw.get("versions") or {}
+    if not isinstance(rows, dict) or not all(isinstance(v, dict) for v in rows.values()):
+        raise ManifestError(f"{path}: `versions` maps a label (\"9.20\") to that version's "
+                            "image fields (suite, version, ...)")
+    if not rows:
+        rows = {version_label(str(shared.get("version", ""))): {}}
+    versions = {}
+    for label, row in rows.items():
+        image = Image(**_fields(Image, {**shared, **row}, path))
+        if str(label) != image.label:
+            raise ManifestError(f"{path}: version {label!r} holds {image.version}, whose label "
+                                f"is {image.label!r}")
+        versions[str(label)] = image
+    default = str(raw.get("default_version") or next(iter(versions)))
+    if default not in versions:
+        raise ManifestError(f"{path}: default_version {default!r} is not one of its versions "
+                            f"({', '.join(versions)})")
+    return versions, default
+
+
 def _read(path: Path) -> Manifest:
     raw = yaml.safe_load(path.read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("image"), dict):
         raise ManifestError(f"{path}: a manifest is a mapping with an `image` mapping")
     fields = _fields(Manifest, raw, path)
-    fields["image"] = Image(**_fields(Image, raw["image"], path))
+    try:
+        fields["versions"], fields["default_version"] = _versions(raw, path)
+    except TypeError as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+    fields["image"] = fields["versions"][fields["default_version"]]
     fields["roles"] = frozenset(raw.get("roles") or ())
     try:
         manifest = Manifest(**fields)
@@ -148,7 +208,7 @@ def _read(path: Path) -> Manifest:
 
 @cache
 def manifests() -> dict[str, Manifest]:
-    """Every image kind's manifest (server kinds and image-only variants), in `order`."""
+    """Every kind's manifest (the server kinds and the client's tools), in `order`."""
     found = [_read(path) for path in sorted(MANIFESTS.glob("*.yaml"))]
     return {m.kind: m for m in sorted(found, key=lambda m: (m.order, m.kind))}
 
@@ -163,7 +223,63 @@ def manifest(kind: str) -> Manifest:
 
 def server_kinds() -> list[str]:
     """The server kinds (the values of the `dnslab.server` label), sorted by name."""
-    return sorted(k for k, m in manifests().items() if m.variant_of is None)
+    return sorted(manifests())
+
+
+@dataclass(frozen=True)
+class KindVersion:
+    """One version of one kind: what `bind@9.20` names."""
+
+    kind: str
+    version: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}@{self.version}"
+
+    @property
+    def image(self) -> Image:
+        return manifest(self.kind).versions[self.version]
+
+    @property
+    def is_default(self) -> bool:
+        return self.version == manifest(self.kind).default_version
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def kind_version(name: str) -> KindVersion:
+    """`kind` (its default version), `kind@label` or an old alias (`bind916`), checked: an
+    unknown kind or a version the lab does not offer is a ManifestError naming what it
+    offers."""
+    name = ALIASES.get(name, name)
+    kind, at, label = name.partition("@")
+    found = manifest(kind)
+    if not at:
+        return KindVersion(kind, found.default_version)
+    if label not in found.versions:
+        offered = ", ".join(f"{kind}@{v}" for v in found.versions)
+        raise ManifestError(f"{name}: the lab offers no {kind} {label} (it offers {offered}; "
+                            "a version is the upstream major.minor)")
+    return KindVersion(kind, label)
+
+
+def image_key(name: str) -> str:
+    """The canonical name of a kind's version, `kind@label` (`bind` -> `bind@9.18`)."""
+    return kind_version(name).key
+
+
+def short_name(name: str) -> str:
+    """The shortest name of a version: its kind alone for the default version (`bind@9.18`
+    -> `bind`), else `kind@version`."""
+    found = kind_version(name)
+    return found.kind if found.is_default else found.key
+
+
+def image_keys() -> list[str]:
+    """Every version of every kind, `kind@label`, in manifest order."""
+    return [f"{kind}@{label}" for kind, m in manifests().items() for label in m.versions]
 
 
 def kinds_for_role(role: str) -> list[str]:
@@ -183,9 +299,17 @@ def kinds_serving(transport: str) -> list[str]:
             (transport in ("udp", "tcp") or transport in manifests()[k].encrypted_transports)]
 
 
+def encrypted_transports_of(name: str) -> tuple[str, ...]:
+    """The encrypted transports the version `name` (`bind@9.16`; a kind: its default) serves."""
+    found = kind_version(name)
+    own = found.image.encrypted_transports
+    return manifest(found.kind).encrypted_transports if own is None else own
+
+
 def pinned_packages(kind: str) -> list[str]:
-    """`package=version` for each package `kind`'s image pins (`Image.packages`)."""
-    image = manifest(kind).image
+    """`package=version` for each package the image of `kind` (or `kind@label`) pins
+    (`Image.packages`)."""
+    image = kind_version(kind).image
     pins = []
     for entry in image.packages or (image.package,):
         if isinstance(entry, dict):
@@ -197,8 +321,8 @@ def pinned_packages(kind: str) -> list[str]:
 
 def _pinned_version(at: str) -> str:
     """A pin's version: `at` itself when it is a Debian version (those start with a digit,
-    Debian policy 5.6.12), else the image version of kind `at`."""
-    return at if at[:1].isdigit() else manifest(at).image.version
+    Debian policy 5.6.12), else the image version of `at` (`bind@9.20`, or a kind)."""
+    return at if at[:1].isdigit() else kind_version(at).image.version
 
 
 # installed in every image beside its own packages (images/common/Dockerfile)
@@ -209,14 +333,15 @@ def root_packages(kind: str) -> list[str]:
     """What a root file system for `kind`'s nodes holds beside its suite's minimal system
     (dnslab/runtime/rootfs.py): the image's pinned packages (`package=version`), iproute2
     and its extra packages, i.e. its image's packages but tini, the container's init."""
-    image = manifest(kind).image
+    image = kind_version(kind).image
     return [*pinned_packages(kind), *BASE_PACKAGES, *image.extra_packages]
 
 
 def build_args(kind: str) -> dict[str, str]:
-    """The build arguments of `kind`'s image, as images/common/Dockerfile reads them."""
-    this = manifest(kind)
-    image = this.image
+    """The build arguments of the image of `kind` (or `kind@label`), as
+    images/common/Dockerfile reads them."""
+    this = manifest(kind_version(kind).kind)
+    image = kind_version(kind).image
     pins = pinned_packages(kind)
     recorded = image.recorded_packages or [pin.split("=", 1)[0] for pin in pins]
     return {"IMAGE_DIR": image.dir,

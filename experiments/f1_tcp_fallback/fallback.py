@@ -106,9 +106,9 @@ from dnslab import cpus, paths
 from dnslab.errors import LabError
 from dnslab.experiment import Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
-from dnslab.servers import driver, merge_options
+from dnslab.servers import driver, kind_param, merge_options
 from dnslab.sysctl import node_sysctls
-from dnslab.topology import Topology
+from dnslab.topology import KindMap, Topology
 from experiments.common import check_choice, write_rows
 from experiments.f1_tcp_fallback import stairs
 from experiments.f1_tcp_fallback.responses import (
@@ -148,12 +148,12 @@ def server_options(params: dict[str, Any], server: str, tuned: bool,
     driver's words; `kind` is the node's server kind when the choice is an image variant),
     and, when tuned, its tuned options."""
     drv = driver(kind or server)
-    opts: dict[str, Any] = dict(params.get(f"{server}_options") or {})
+    opts: dict[str, Any] = dict(kind_param(params, server) or {})
     payload = int(params["udp_payload"])
     if payload:
         opts = merge_options(drv.payload_options(payload), opts)
     if tuned:
-        opts = drv.tuned_options(opts, params.get(f"{server}_tuned") or {})
+        opts = drv.tuned_options(opts, kind_param(params, server, "tuned") or {})
     return opts
 
 
@@ -171,8 +171,8 @@ class MobileNodes:
     @classmethod
     def of(cls, topo: Topology) -> MobileNodes:
         return cls(client=topo.node(role="client").name, primary=topo.node(role="primary").name,
-                   servers={kind: node.name
-                            for kind, node in topo.nodes_by_server("secondary").items()})
+                   servers=KindMap({kind: node.name for kind, node
+                                    in topo.nodes_by_server("secondary").items()}))
 
     def placement_sets(self, placement: cpus.Placement, node: str) -> dict[str, str]:
         """Node -> cpu-set: the client (load generator) on the generator's CPUs, the server

@@ -20,7 +20,7 @@ from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import ZoneRef
-from dnslab.servers import driver
+from dnslab.servers import driver, kind_param
 from dnslab.wait import WaitTimeout, wait_until
 from experiments.f3_xfr.derived import transfer_log_error, transfer_log_time
 from experiments.f3_xfr.xfr import Ends, check_secondaries, ends, wait_primary_serves
@@ -142,7 +142,7 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
             continue
         # the zone is also the lab's health zone: the primary answers it once loaded
         data = pair.lab_data([zone_ref], {"notify": "no"},
-                             dict(params.get(f"{server}_options", {})),
+                             dict(kind_param(params, server) or {}),
                              health_timeout_s=load_timeout,
                              cpu_sets=transfer_placement(run, pair))
         with run.cell(f"secondary={server}", {**pair.params(), "records": records,

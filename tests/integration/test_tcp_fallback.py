@@ -132,7 +132,7 @@ def test_cache_curve_rises_once_records_exceed_the_cache(results):
 def bind916_image():
     """The BIND 9.16 image (Debian 11), built if missing; it starts dockerd if none answers
     (.ci/run stops it at the end)."""
-    res = subprocess.run([str(paths.REPO / "scripts" / "build-images.sh"), "bind9-bullseye"],
+    res = subprocess.run([str(paths.REPO / "scripts" / "build-images.sh"), "bind@9.16"],
                          capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -157,7 +157,7 @@ def test_bind916_from_its_image_fills_the_additional_section(results, runtime, b
     assert f["tcp_share"] == pytest.approx(f["predicted_tcp_share"], abs=0.03)
     assert f["capacity_qps"] == 200 and f["function_synced"] == f["function_changes"] == 6
     meta = read_meta(run.path)
-    assert meta["images"] == {"sec-bind916": "dnslab/bind9-bullseye:9.16.50-1-deb11u2"}
+    assert meta["images"] == {"sec-bind916": "dnslab/bind9:9.16.50-1-deb11u2"}
     cell = read_cell(run.path / "cells" / "server=bind916,records=before,tuning=tuned")
     # 9.16 has no socket buffer options: the tuned cell sets only what it knows
     assert set(cell["params"]["server_options"]) >= {"tcp-clients", "tcp-listen-queue"}

@@ -151,7 +151,7 @@ def test_the_environment_names_the_images_nodes_ran_from(root: Path, tmp_path: P
     not what those cells measured, so the image is named too."""
     pages = book.collect(book.newest_runs(root), tmp_path)
     assert "images:" not in book.software(pages)
-    pages[0].runs[0].run.meta["images"] = {"sec-bind916": "dnslab/bind9-bullseye:9.16.50-1"}
-    assert book.software(pages).endswith("; images: dnslab/bind9-bullseye:9.16.50-1")
+    pages[0].runs[0].run.meta["images"] = {"sec-bind916": "dnslab/bind9:9.16.50-1-deb11u2"}
+    assert book.software(pages).endswith("; images: dnslab/bind9:9.16.50-1-deb11u2")
     rows = book.environment(pages)
-    assert rows[0]["versions"].endswith("; sec-bind916 ran image dnslab/bind9-bullseye:9.16.50-1")
+    assert rows[0]["versions"].endswith("; sec-bind916 ran image dnslab/bind9:9.16.50-1-deb11u2")

@@ -29,8 +29,6 @@ TAGS = REPO / "images" / "tags.sh"
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.clab.yml"))
 
 SERVER_KINDS = tuple(manifest.server_kinds())
-# image kinds beyond the server kinds: a node names one with the label dnslab.image
-IMAGE_VARIANTS = {k: m.variant_of for k, m in manifest.manifests().items() if m.variant_of}
 ROLES = ("primary", "secondary", "frontend", "resolver", "client")
 
 
@@ -49,12 +47,12 @@ def clab() -> Path:
 
 
 def image_refs() -> dict[str, str]:
-    """Server kind -> image reference, from the tag rule in images/tags.sh."""
+    """kind@version -> image reference, from the tag rule in images/tags.sh."""
     out = subprocess.run([str(TAGS)], check=True, capture_output=True, text=True).stdout
     refs = {}
     for line in out.splitlines():
-        kind, _dir, _pkg, _ver, ref = line.split()
-        refs[kind] = ref
+        key, _dir, _pkg, _ver, ref, _suite, _group, _default = line.split()
+        refs[key] = ref
     return refs
 
 
@@ -93,7 +91,7 @@ def write_sample_topology(folder: Path) -> Path:
         node_dir.mkdir(parents=True)
         nodes[node] = {
             "kind": "linux",
-            "image": refs[server],
+            "image": refs[manifest.image_key(server)],
             "labels": {"dnslab.role": role, "dnslab.server": server},
             "sysctls": {
                 "net.ipv4.ip_local_port_range": "1024 65535",
@@ -159,11 +157,10 @@ def check_topology(clab: Path, topo: Path, labdir_base: Path) -> None:
         assert labels.get("dnslab.role") in ROLES, f"{name}: bad dnslab.role"
         server = labels.get("dnslab.server")
         assert server in SERVER_KINDS, f"{name}: bad dnslab.server"
-        image_kind = labels.get("dnslab.image", server)
-        assert IMAGE_VARIANTS.get(image_kind, image_kind) == server, f"{name}: {image_kind}"
+        version = labels.get("dnslab.version")
+        key = manifest.image_key(f"{server}@{version}" if version else server)
         image = node.get("image")
-        assert image == refs[image_kind], (
-            f"{name}: image {image} but the build makes {refs[image_kind]}")
+        assert image == refs[key], f"{name}: image {image} but the build makes {refs[key]}"
         ends = [e for link in data["topology"]["links"] for e in link["endpoints"]]
         mine = [e for e in ends if e.split(":")[0] == name]
         assert mine == [f"{name}:eth1"], f"{name}: expected one link on eth1, got {mine}"
@@ -220,12 +217,11 @@ def test_tag_rule_matches_the_manifests_versions() -> None:
     """images/tags.sh derives each tag from the pinned Debian version in the kind's manifest
     (dnslab/servers/<kind>.yaml, image.version)."""
     refs = image_refs()
-    assert set(refs) == set(SERVER_KINDS) | set(IMAGE_VARIANTS) == set(manifest.manifests())
-    assert "bind916" in IMAGE_VARIANTS and "pdns" in SERVER_KINDS
-    assert refs["bind"].startswith("dnslab/bind9:")
-    for kind in ["bind", "bind916", "unbound", "tools"]:
-        tag = refs[kind].split(":", 1)[1]
-        upstream = manifest.manifest(kind).image.version.split(":", 1)[-1]
+    assert list(refs) == manifest.image_keys() and "pdns" in SERVER_KINDS
+    assert refs["bind@9.18"].startswith("dnslab/bind9:")
+    for key in ["bind@9.18", "bind@9.16", "bind@9.20", "unbound@1.17", "tools@2.14"]:
+        tag = refs[key].split(":", 1)[1]
+        upstream = manifest.kind_version(key).image.version.split(":", 1)[-1]
         assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag), tag
         assert tag == re.sub(r"[~+:]", "-", upstream)
 

@@ -4,6 +4,7 @@ Python side reads."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,24 +38,69 @@ def test_a_server_kind_is_its_manifest_driver_templates_and_image(kind):
         assert found.package and found.health_query == "SOA"
 
 
-def test_an_image_variant_names_a_server_kind_and_has_no_roles_or_driver():
-    variants = {k: m for k, m in manifest.manifests().items() if m.variant_of}
-    assert variants, "bind916 is an image-only variant of bind"
-    for kind, found in variants.items():
-        assert found.variant_of in manifest.server_kinds() and not found.roles
-        assert found.server == found.variant_of
-        assert kind not in servers.kinds()
+def test_a_kinds_versions_are_rows_of_its_manifest_each_its_own_image():
+    bind = manifest.manifest("bind")
+    assert list(bind.versions) == ["9.16", "9.18", "9.20"] and bind.default_version == "9.18"
+    assert bind.image is bind.versions["9.18"]
+    suites = {label: image.suite for label, image in bind.versions.items()}
+    assert suites == {"9.16": "bullseye", "9.18": "bookworm", "9.20": "trixie"}
+    refs = {image.reference for image in bind.versions.values()}
+    assert len(refs) == 3 and all(r.startswith("dnslab/bind9:") for r in refs)
+    # shared fields come from `image:`, a row's own win
+    assert {image.recorded_packages for image in bind.versions.values()} == {
+        ("bind9", "bind9-libs", "bind9-utils")}
+    knot = manifest.manifest("knot").versions
+    assert knot["3.2"].recorded_packages != knot["3.4"].recorded_packages
+    for kind in manifest.server_kinds():
+        found = manifest.manifest(kind)
+        for label, image in found.versions.items():
+            assert image.label == label and image.note, (kind, label)
+
+
+@pytest.mark.parametrize("name, key", [
+    ("bind", "bind@9.18"), ("bind@9.20", "bind@9.20"), ("bind916", "bind@9.16"),
+    ("nsd@4.12", "nsd@4.12"), ("tools", "tools@2.14")])
+def test_a_kind_alone_is_its_default_version_and_an_old_name_its_alias(name, key):
+    assert manifest.image_key(name) == key
+
+
+@pytest.mark.parametrize("name, message", [
+    ("bind@9.14", "the lab offers no bind 9.14 (it offers bind@9.16, bind@9.18, bind@9.20"),
+    ("bind@9.20.30", "offers no bind 9.20.30"),
+    ("bind@", "offers no bind "),
+    ("bond@9.18", "no manifest for kind 'bond'")])
+def test_a_version_the_lab_does_not_offer_is_one_line_naming_those_it_does(name, message):
+    with pytest.raises(manifest.ManifestError, match=re.escape(message)):
+        manifest.kind_version(name)
+
+
+def test_a_versions_label_must_be_its_package_versions(tmp_path, monkeypatch):
+    (tmp_path / "odd.yaml").write_text(
+        "kind: odd\norder: 1\ndescription: x\nversion_command: [odd]\n"
+        "image: {dir: odd, package: odd}\n"
+        "versions: {'1.2': {version: '1.3.0-1', note: typo}}\n")
+    monkeypatch.setattr(manifest, "MANIFESTS", tmp_path)
+    manifest.manifests.cache_clear()
+    try:
+        with pytest.raises(manifest.ManifestError, match="version '1.2' holds 1.3.0-1"):
+            manifest.manifests()
+    finally:
+        manifest.manifests.cache_clear()
 
 
 def test_the_script_prints_what_the_manifests_hold():
     images = [line.split() for line in script("images")]
-    assert [row[0] for row in images] == list(manifest.manifests())
-    bind = next(row for row in images if row[0] == "bind")
+    assert [row[0] for row in images] == manifest.image_keys()
+    bind = next(row for row in images if row[0] == "bind@9.18")
     assert bind[1:] == ["bind9", "bind9", manifest.manifest("bind").image.version,
-                        manifest.manifest("bind").image.reference]
+                        manifest.manifest("bind").image.reference, "bookworm", "bind", "default"]
+    old = next(row for row in images if row[0] == "bind@9.16")
+    assert old[5:] == ["bullseye", "bind916", "other"]
     assert script("host-packages")[:3] == ["bind9", "bind9-utils", "bind9-dnsutils"]
     assert "pdns-server pdns" in script("systemd-units")
     assert script("field", "bind916", "image.suite") == ["bullseye"]
+    assert script("field", "bind@9.20", "image.suite") == ["trixie"]
+    assert script("field", "bind", "image.suite") == ["bookworm"]
     args = dict(line.split("=", 1) for line in script("build-args", "unbound"))
     assert args["EXTRA_PACKAGES"] == "iptables"
     assert args["PINNED_PACKAGES"] == f"unbound={manifest.manifest('unbound').image.version}"
@@ -68,6 +114,9 @@ def test_the_script_prints_what_the_manifests_hold():
     assert set(pins) == {"dnsperf", "bind9-dnsutils", "bind9-libs", "knot-dnsutils"}
     assert tools["IMAGE_COMMAND"] == "sleep infinity"
     assert script("build-args", "bind916")[2] == "SERVER_KIND=bind"
+    old = dict(line.split("=", 1) for line in script("build-args", "bind@9.16"))
+    assert old["PINNED_PACKAGES"].split() == [f"{p}=1:9.16.50-1~deb11u2" for p in
+                                              ("bind9", "bind9-libs", "bind9-utils")]
     dnsdist = dict(line.split("=", 1) for line in script("build-args", "dnsdist"))
     assert dnsdist["DPKG_PATH_EXCLUDES"] == "/usr/share/perl/* /usr/lib/*/perl/*"
 

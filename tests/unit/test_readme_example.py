@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from dnslab import paths, topology
-from dnslab.servers.manifest import manifest
+from dnslab.servers.manifest import kind_version
 
 SECTION = (paths.REPO / "README.md").read_text().split("## Your own question", 1)[1] \
     .split("\n## ", 1)[0]
@@ -26,7 +26,7 @@ def test_the_readmes_topology_places_servers_and_generator_on_different_cores(tm
     assert sorted(n.server for n in servers) == ["bind", "knot", "nsd"]
     assert {n.cpu_set for n in servers} == {"0"} and client.cpu_set == "1"
     for node in topo.nodes.values():
-        assert node.image == manifest(node.image_kind).image.reference, node.name
+        assert node.image == kind_version(node.image_key).image.reference, node.name
     commands = re.findall(r"```sh\n(.*?)```", SECTION, re.S)[0]
     assert "LAB=mine.clab.yml" in commands and "LAB=mine\n" in commands
     for node in servers:

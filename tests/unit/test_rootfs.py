@@ -1,5 +1,6 @@
 """Root file systems on the netns runtime (dnslab/runtime/rootfs.py): which nodes run from one
-(an image node; a node whose host package is older than its manifest's minimum), what a root
+(a version the host's package is not; a node whose host package is older than its manifest's
+minimum), what a root
 is keyed by, when a made one is reused, and that its chroot gets exactly the folders the
 container would."""
 
@@ -39,36 +40,80 @@ def mobile_state(mobile) -> LabState:
     return lab._new_state(mobile, NetnsRuntime())
 
 
+# what a Debian 12 host with the lab's packages has (make setup), and a Debian 13 one
+DEBIAN_12 = {"bind9": "1:9.18.49-1~deb12u3", "knot": "3.2.6-1", "nsd": "4.6.1-1",
+             "pdns-server": "4.7.3-2", "dnsperf": "2.10.0-2", "unbound": "1.17.1-2+deb12u4",
+             "dnsdist": "1.7.3-2", "knot-resolver": "5.6.0-1+deb12u1",
+             "pdns-recursor": "4.8.8-1+deb12u1"}
+DEBIAN_13 = {**DEBIAN_12, "bind9": "1:9.20.30-1~deb13u1", "dnsperf": "2.14.0-5"}
+
+
 @pytest.fixture
-def host_dnsperf(monkeypatch):
-    """Set the host's dnsperf version node_root sees (None: not installed)."""
-    def setter(version: str | None) -> None:
+def host_packages(monkeypatch):
+    """Set the package versions node_root sees on the host (a missing one: not installed)."""
+    def setter(versions: dict[str, str], **more: str | None) -> None:
+        have = {**versions, **{k.replace("_", "-"): v for k, v in more.items()}}
         monkeypatch.setattr(netns, "_INSTALLED", {})
         monkeypatch.setattr(netns, "installed_versions",
-                            lambda host, packages: {p: version for p in packages})
+                            lambda host, packages: {p: have.get(p) for p in packages})
     return setter
+
+
+@pytest.fixture
+def host_dnsperf(host_packages):
+    """Debian 12's packages with this dnsperf (None: not installed)."""
+    return lambda version: host_packages(DEBIAN_12, dnsperf=version)
 
 
 # --- which nodes run from a root -------------------------------------------------------------
 
-def test_the_image_node_runs_from_its_image_kinds_root(mobile, mobile_state, host_dnsperf):
+def rooted(topo: topology.Topology) -> dict[str, tuple[str, str, str]]:
+    """node -> (kind@version, suite, why) of each node that runs from a root."""
+    return {n: (found[0].kind, found[0].suite, found[1]) for n in topo.nodes
+            if (found := netns.node_root(topo.node(n))) is not None}
+
+
+def test_a_version_the_host_does_not_have_runs_from_its_suites_root(mobile, mobile_state,
+                                                                     host_dnsperf):
     host_dnsperf("2.14.0-5")
-    image_nodes = [n for n, info in mobile_state.nodes.items() if info.from_image]
-    assert image_nodes == ["sec-bind916"]
+    versioned = [n for n, info in mobile_state.nodes.items() if info.from_image]
+    assert versioned == ["sec-bind916"]
     node = mobile_state.nodes["sec-bind916"]
-    assert node.server == "bind" and node.image.startswith("dnslab/bind9-bullseye:9.16.")
+    assert node.server == "bind" and node.image == "dnslab/bind9:9.16.50-1-deb11u2"
     assert mobile_state.nodes["sec-bind"].image.startswith("dnslab/bind9:9.18.")
-    rooted = {n: netns.node_root(mobile.topology.node(n)) for n in mobile.topology.nodes}
-    assert [n for n, found in rooted.items() if found] == ["sec-bind916"]
-    root, why = rooted["sec-bind916"]
-    assert (root.kind, root.suite) == ("bind916", "bullseye") and "bind916" in why
-    assert root.image == node.image
+    found = rooted(mobile.topology)
+    assert list(found) == ["sec-bind916"]
+    key, suite, why = found["sec-bind916"]
+    assert (key, suite) == ("bind@9.16", "bullseye") and "1:9.18.49" in why
+    assert netns.node_root(mobile.topology.node("sec-bind916"))[0].image == node.image
+
+
+def test_each_version_a_run_adds_runs_from_its_suite_and_the_hosts_own_from_the_host(
+        host_packages):
+    topo = topology.load("mobile").with_versions("secondary", ["bind@9.20", "knot@3.4"])
+    host_packages(DEBIAN_12)
+    found = rooted(topo)
+    assert found["sec-bind920"][:2] == ("bind@9.20", "trixie")
+    assert found["sec-knot34"][:2] == ("knot@3.4", "trixie")
+    assert "sec-bind" not in found and "primary" not in found
+    # on Debian 13 BIND 9.20 is the host's, and the default 9.18 runs from bookworm
+    host_packages(DEBIAN_13)
+    found = rooted(topo)
+    assert "sec-bind920" not in found and "client" not in found
+    assert found["sec-bind"][:2] == found["primary"][:2] == ("bind@9.18", "bookworm")
+
+
+def test_a_package_the_host_lacks_runs_from_a_root(host_packages):
+    host_packages({k: v for k, v in DEBIAN_12.items() if k != "nsd"}, dnsperf="2.14.0-5")
+    found = rooted(topology.load("mobile"))
+    assert found["sec-nsd"][:2] == ("nsd@4.6", "bookworm")
+    assert "not installed" in found["sec-nsd"][2]
 
 
 @pytest.mark.parametrize("installed, rooted", [
     ("2.10.0-2", True),      # Debian 12: stalls on a TCP answer over 16 KiB
     (None, True),            # no dnsperf on the host at all
-    ("2.13.1-1", False),     # the first fixed release
+    ("2.13.1-1", False),     # the first fixed release: the tools' minimum, not their version
     ("2.14.0-5", False),     # Debian 13
 ])
 def test_the_client_runs_from_a_root_where_the_hosts_dnsperf_is_too_old(installed, rooted,
@@ -79,8 +124,8 @@ def test_the_client_runs_from_a_root_where_the_hosts_dnsperf_is_too_old(installe
     assert (found is not None) == rooted
     if found is not None:
         root, why = found
-        assert (root.kind, root.suite) == ("tools", manifest.manifest("tools").image.suite)
-        assert "dnsperf" in why and "2.13.1" in why
+        assert (root.kind, root.suite) == ("tools@2.14", manifest.manifest("tools").image.suite)
+        assert "dnsperf" in why
         assert "dnsperf=" + manifest.manifest("tools").image.version in root.packages
 
 
@@ -94,6 +139,8 @@ def test_a_rooted_kind_needs_none_of_its_host_packages(monkeypatch, tmp_path, ho
     monkeypatch.setattr(netns, "apparmor_enforced", lambda binaries: [])
     NetnsRuntime().preflight(rendered)
     assert "tools" not in asked[0] and "bind" in asked[0]
+    # the two resolvers' versions are Debian 13's, not the host's 5.6 and 4.8
+    assert not {"kresd", "recursor"} & asked[0]
 
 
 # --- the minimum-version check -----------------------------------------------------------

@@ -19,7 +19,12 @@ from dnslab import cpus, render, servers, topology
 from dnslab.errors import LabError
 from dnslab.servers import driver, merge_options
 from dnslab.servers.base import TLS_CERT, TLS_KEY, TRANSPORT_PORTS
-from dnslab.servers.manifest import ENCRYPTED_TRANSPORTS, kinds_for_role, kinds_serving
+from dnslab.servers.manifest import (
+    ENCRYPTED_TRANSPORTS,
+    encrypted_transports_of,
+    kinds_for_role,
+    kinds_serving,
+)
 from tests.conftest import need_binary
 
 KINDS = servers.kinds()
@@ -34,13 +39,15 @@ def run_checker(kind: str, node_dir: Path) -> None:
     assert proc.returncode == 0, f"{' '.join(argv)}:\n{proc.stdout}{proc.stderr}"
 
 
-def experiment_options(kind: str, role: str) -> dict[str, Any]:
-    """Every option translation an experiment may ask of this kind in this role, at once."""
+def experiment_options(kind: str, role: str, version: str = "") -> dict[str, Any]:
+    """Every option translation an experiment may ask of this kind (of `version`: "" its
+    default) in this role, at once."""
     drv = driver(kind)
+    encrypted = encrypted_transports_of(f"{kind}@{version}" if version else kind)
     options: dict[str, Any] = {}
     for extra in (drv.payload_options(1232), drv.client_room_options(50),
                   drv.transfer_out_options(10), drv.worker_options(2),
-                  drv.transport_options(["udp", "tcp", *drv.encrypted_transports])):
+                  drv.transport_options(["udp", "tcp", *encrypted])):
         options = merge_options(options, extra)
     if role == "resolver":
         options = merge_options(options, drv.resolver_options(2, {}))
@@ -49,9 +56,11 @@ def experiment_options(kind: str, role: str) -> dict[str, Any]:
     return options
 
 
-def write_lab(folder: Path, kind: str, role: str, cpu_set: str = "") -> topology.Topology:
-    """A lab of its own for one node of `kind` in `role` (`under-test`): a primary to feed,
-    delegate to or stand behind it (the node itself when it is the primary), and a client."""
+def write_lab(folder: Path, kind: str, role: str, cpu_set: str = "",
+              version: str = "") -> topology.Topology:
+    """A lab of its own for one node of `kind` in `role` (`under-test`, of `version`: ""
+    the default): a primary to feed, delegate to or stand behind it (the node itself when it
+    is the primary), and a client."""
     name = f"one-{kind}-{role}"
     nodes: dict[str, Any] = {}
     if role != "primary":
@@ -62,6 +71,8 @@ def write_lab(folder: Path, kind: str, role: str, cpu_set: str = "") -> topology
                                                        "dnslab.server": kind}}
     if cpu_set:
         nodes["under-test"]["cpu-set"] = cpu_set
+    if version:
+        nodes["under-test"]["labels"]["dnslab.version"] = version
     if role != "client":
         nodes["client"] = {"kind": "linux", "labels": {"dnslab.role": "client",
                                                        "dnslab.server": "tools"}}
@@ -75,8 +86,8 @@ def write_lab(folder: Path, kind: str, role: str, cpu_set: str = "") -> topology
 
 
 def render_one(folder: Path, kind: str, role: str, cpu_set: str = "",
-               options: dict[str, Any] | None = None) -> render.RenderedLab:
-    topo = write_lab(folder, kind, role, cpu_set)
+               options: dict[str, Any] | None = None, version: str = "") -> render.RenderedLab:
+    topo = write_lab(folder, kind, role, cpu_set, version)
     data = render.reference_data(topo, folder / "lab")
     if options is not None:
         data.node_options = {"under-test": options}

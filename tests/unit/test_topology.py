@@ -179,10 +179,41 @@ def test_node_by_role_and_server():
 
 def test_nodes_by_server_are_the_choices_of_a_role():
     mobile = topology.load("mobile")
-    assert {k: n.name for k, n in mobile.nodes_by_server("secondary").items()} == {
-        "bind": "sec-bind", "knot": "sec-knot", "nsd": "sec-nsd", "bind916": "sec-bind916",
-        "pdns": "sec-pdns"}
+    by_version = mobile.nodes_by_server("secondary")
+    assert {k: n.name for k, n in by_version.items()} == {
+        "bind@9.18": "sec-bind", "knot@3.2": "sec-knot", "nsd@4.6": "sec-nsd",
+        "bind@9.16": "sec-bind916", "pdns@4.7": "sec-pdns"}
+    # any name of a version finds its node: the kind alone is its default version
+    assert by_version["bind"].name == "sec-bind" and by_version["bind916"].name == "sec-bind916"
+    assert "bind@9.20" not in by_version and by_version.get("knot@3.4") is None
     tcpauth = topology.load("tcpauth")
     assert {k: n.name for k, n in tcpauth.nodes_by_server("primary").items()} == {
-        "knot": "auth-knot", "bind": "auth-bind", "nsd": "auth-nsd"}
+        "knot@3.2": "auth-knot", "bind@9.18": "auth-bind", "nsd@4.6": "auth-nsd"}
     assert tcpauth.nodes_by_server("resolver") == {}
+
+
+def test_a_run_adds_a_node_per_version_it_names_copying_the_kinds_first_node():
+    mobile = topology.load("mobile")
+    assert mobile.with_versions("secondary", ["bind", "bind916", "bind@9.18"]) is mobile
+    more = mobile.with_versions("secondary", ["bind@9.16", "bind@9.20", "nsd@4.12", "bind@9.20"])
+    assert more.derived and not mobile.derived
+    added = [n for n in more.nodes.values() if n.name not in mobile.nodes]
+    assert [(n.name, n.image_key, n.role, n.bridge_port) for n in added] == [
+        ("sec-bind920", "bind@9.20", "secondary", "mob-sec-bind920"),
+        ("sec-nsd412", "nsd@4.12", "secondary", "mob-sec-nsd412")]
+    assert added[0].image == "dnslab/bind9:9.20.30-1-deb13u1"
+    # the next addresses; the copies keep their template's labels but the version
+    assert [n.ordinal for n in added] == [len(mobile.nodes) + 1, len(mobile.nodes) + 2]
+    assert more.node("sec-bind920").labels == {**mobile.node("sec-bind").labels,
+                                               "dnslab.version": "9.20"}
+    assert more.node(role="secondary", server="bind@9.20").name == "sec-bind920"
+    with pytest.raises(LabError, match="no primary of kind pdns"):
+        mobile.with_versions("primary", ["pdns@4.9"])
+
+
+def test_a_version_label_is_checked_against_the_manifest(tmp_path):
+    text = topology.load("mobile").path.read_text().replace(
+        'dnslab.version: "9.16"', 'dnslab.version: "9.14"')
+    (tmp_path / "mobile.clab.yml").write_text(text)
+    with pytest.raises(LabError, match="sec-bind916.*offers no bind 9.14.*bind@9.16"):
+        topology.load(tmp_path / "mobile.clab.yml")
