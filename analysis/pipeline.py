@@ -17,7 +17,7 @@ from typing import Any
 
 from analysis import index, plots, report
 from analysis.rundata import load_run
-from analysis.verdicts import evaluate
+from analysis.verdicts import evaluate, evaluate_by_version
 from dnslab import findings
 from dnslab.errors import LabError
 
@@ -32,7 +32,11 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
             derived.derive(run)  # figures the claims quote (e.g. F5's stats.json)
         except LabError as exc:
             derived_errors.append(f"derive ({found.id}): {exc.message}")
-    verdicts, collect_errors = evaluate(run)
+    by_version, collect_errors = evaluate_by_version(run)
+    if by_version:  # a kind in several versions: the run's verdicts are its first version's
+        verdicts = next(iter(by_version.values()))
+    else:
+        verdicts, collect_errors = evaluate(run)
 
     report_dir = run.dir / "report"
     if report_dir.exists():
@@ -60,6 +64,8 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
     summary["cells"] = {c.id: {"params": c.params, "figures": c.figures, "status": c.status}
                         for c in run.cells}
     summary["verdicts"] = verdicts
+    if by_version:  # a kind measured in several versions: each judged on its own
+        summary["verdicts_by_version"] = by_version
     summary["analysis"] = {
         "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "report": "report/report.html",

@@ -258,6 +258,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         plot_items.append(item)
     return {
         "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
+        "by_version": _by_version(summary),
         "calibrations": [v for v in verdicts if v.get("kind", REPRODUCTION) != REPRODUCTION],
         "status_meaning": STATUS_MEANING,
         # judged / not applicable (machine) / not applicable (setting), checks included
@@ -273,6 +274,22 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "run_files": run.data_files(),
         "errors": summary.get("analysis", {}).get("errors", []),
     }
+
+
+def _by_version(summary: dict[str, Any]) -> dict[str, Any]:
+    """The per-version table: {versions: [...], rows: [{claim_id, title, kind, cells: {version:
+    verdict}}]} from summary.json's `verdicts_by_version`; {} for a run of one version."""
+    found = summary.get("verdicts_by_version") or {}
+    if not found:
+        return {}
+    rows: dict[str, dict[str, Any]] = {}
+    for version, verdicts in found.items():
+        for v in verdicts:
+            row = rows.setdefault(v["claim_id"], {"claim_id": v["claim_id"], "title": v["title"],
+                                                  "kind": v.get("kind", REPRODUCTION),
+                                                  "cells": {}})
+            row["cells"][version] = v
+    return {"versions": list(found), "rows": list(rows.values())}
 
 
 def write(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],

@@ -18,10 +18,19 @@ the run's experiment, with a small plugin that
   (`status_word`), never "Reproduced:".
 An interrupted run (meta.json `complete: false`) never yields "not reproduced" nor
 "inconclusive": a claim that fails or cannot tell on partial data is "incomplete".
+
+A run with cells of several versions of one server kind (`SERVERS=bind@9.16,bind@9.18,
+bind@9.20`: their `server` parameter) is judged once more per version (`evaluate_by_version`):
+the claims see the run as if that version were the one it judges (its `seed_servers`, the
+servers claims pick the judged one from, is that version alone; the other versions' cells
+are left out, other kinds' and the generator's kept), so a speaker reads "held on 9.16, not
+on 9.18 or 9.20" with each version's figures. The run's own verdicts are then its first
+version's (SERVERS order), never a mix of versions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Any
@@ -296,6 +305,62 @@ def evaluate(run: Run) -> tuple[list[dict[str, Any]], list[str]]:
                               f"{claims_file} does not define" for c in unknown]
     verdicts = sorted(plugin.verdicts.values(), key=lambda v: _sort_key(v["claim_id"]))
     return verdicts, plugin.collect_errors
+
+
+def _version_of(server: Any) -> str | None:
+    """A cell's `server` as `kind@version`; None when it names no kind (`ceiling`)."""
+    from dnslab.servers.manifest import ManifestError, image_key
+
+    try:
+        return image_key(str(server))
+    except ManifestError:
+        return None
+
+
+def run_versions(run: Run) -> dict[str, list[str]]:
+    """kind@version -> the `server` names its cells carry, for every kind the run measured in
+    more than one version (in the run's SERVERS order)."""
+    names: dict[str, list[str]] = {}
+    order = [str(s) for s in run.params.get("servers") or []]
+    for cell in sorted(run.cells, key=lambda c: (order.index(str(c.params.get("server")))
+                                                  if str(c.params.get("server")) in order
+                                                  else len(order))):
+        server = cell.params.get("server")
+        key = _version_of(server) if server is not None else None
+        if key is not None and str(server) not in names.setdefault(key, []):
+            names[key].append(str(server))
+    kinds: dict[str, int] = {}
+    for key in names:
+        kinds[key.split("@")[0]] = kinds.get(key.split("@")[0], 0) + 1
+    return {key: found for key, found in names.items() if kinds[key.split("@")[0]] > 1}
+
+
+def version_view(run: Run, key: str) -> Run:
+    """The run as its claims judge version `key`: its cells of that version and every cell
+    of other kinds (or of no kind), `seed_servers` that version's names."""
+    names = run_versions(run)[key]
+    kind = key.split("@")[0]
+
+    def kept(cell: Any) -> bool:
+        other = _version_of(cell.params.get("server")) if "server" in cell.params else None
+        return other is None or other == key or other.split("@")[0] != kind
+
+    meta = {**run.meta, "params": {**run.params, "seed_servers": names}}
+    return dataclasses.replace(run, meta=meta, cells=[c for c in run.cells if kept(c)],
+                               _csv_cache=run._csv_cache)
+
+
+def evaluate_by_version(run: Run) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """kind@version -> the verdicts of the run judged on that version (`version_view`), for
+    a run that measured a kind in several versions ({} otherwise), and the collection
+    errors."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    errors: list[str] = []
+    for key in run_versions(run):
+        verdicts, more = evaluate(version_view(run, key))
+        found[key] = [{**v, "version": key} for v in verdicts]
+        errors += [e for e in more if e not in errors]
+    return found, errors
 
 
 def _sort_key(claim_id: str) -> tuple[str, int]:

@@ -1,0 +1,59 @@
+"""A run that measured one kind in several versions (SERVERS=bind@9.16,bind@9.18) is judged
+per version: each version's claims see only its own cells (and the other kinds' and the
+generator's), the run's verdicts are its first version's, and the report and summary.md show
+one column per version with each version's figure."""
+
+from __future__ import annotations
+
+import json
+from html import unescape
+
+from analysis.pipeline import analyse
+from analysis.rundata import load_run
+from analysis.verdicts import run_versions, version_view
+from experiments.f1_tcp_fallback import fixtures as f1
+
+
+def test_a_run_of_two_versions_is_judged_per_version(tmp_path):
+    # BIND 9.16: capacity halves with the new records (the seed's effect); BIND 9.18: it
+    # barely moves (9,000 -> 8,600 qps): present on one version, absent on the other
+    run_dir = f1.full_scale_fallback_run(tmp_path)
+    run = load_run(run_dir)
+    assert run_versions(run) == {"bind@9.16": ["bind916"], "bind@9.18": ["bind"]}
+    view = version_view(run, "bind@9.18")
+    assert view.params["seed_servers"] == ["bind"]
+    assert {c.params["server"] for c in view.cells} == {"bind", "ceiling"}
+    assert len(run.cells) == 10 and len(view.cells) == 6
+
+    summary = analyse(run_dir, update_index=False)
+    by_version = summary["verdicts_by_version"]
+    assert list(by_version) == ["bind@9.16", "bind@9.18"]
+    status = {key: {v["claim_id"]: v["status"] for v in verdicts}
+              for key, verdicts in by_version.items()}
+    assert status["bind@9.16"]["F1.capacity-drop"] == "reproduced"
+    assert status["bind@9.18"]["F1.capacity-drop"] == "not_reproduced"
+    assert all(v["version"] == key for key, vs in by_version.items() for v in vs)
+    # the run's own verdicts are its first version's, not a mix
+    assert [v["status"] for v in summary["verdicts"]] == [
+        v["status"] for v in by_version["bind@9.16"]]
+    drop = {key: next(v for v in vs if v["claim_id"] == "F1.capacity-drop")["measured"]
+            for key, vs in by_version.items()}
+    html = (run_dir / "report" / "report.html").read_text()
+    assert 'id="versions"' in html and 'data-version="bind@9.18"' in html
+    assert drop["bind@9.18"] and drop["bind@9.18"] in unescape(html)
+    md = (run_dir / "report" / "summary.md").read_text()
+    table = md[md.index("## Per version"):].splitlines()
+    assert table[2] == "| claim | bind@9.16 | bind@9.18 |" and table[3] == "|---|---|---|"
+    row = next(line for line in table if line.startswith("| F1.capacity-drop |"))
+    assert " reproduced: bind916: 8,000 -> 4,000 qps" in row.split("|")[2]
+    assert "not reproduced: bind: 9,000 -> 8,600 qps" in row.split("|")[3]
+    saved = json.loads((run_dir / "summary.json").read_text())
+    assert saved["verdicts_by_version"] == by_version
+
+
+def test_a_run_of_one_version_per_kind_has_no_per_version_table(tmp_path):
+    run_dir = f1.fallback_run(tmp_path, f1.seed_like_fallback_cells())
+    assert run_versions(load_run(run_dir)) == {}
+    summary = analyse(run_dir, update_index=False)
+    assert "verdicts_by_version" not in summary
+    assert 'id="versions"' not in (run_dir / "report" / "report.html").read_text()
