@@ -42,8 +42,10 @@ from dnslab.counters import read_series
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run, allow_host_sysctls
 from dnslab.render import LabData, ZoneRef
-from dnslab.servers import driver
+from dnslab.servers import driver, kind_param
+from dnslab.servers.manifest import short_name
 from dnslab.sysctl import node_sysctls
+from dnslab.topology import KindMap
 from dnslab.wait import WaitTimeout, wait_until
 from experiments.f3_xfr.port_range import (
     MIN_RATE_SAMPLES,
@@ -96,16 +98,17 @@ class Ends:
                 "secondary": self.secondary_kind, "secondary_node": self.secondary}
 
 
-def _by_kind(run: Run, role: str) -> dict[str, str]:
-    """Server kind -> the lab's node of that kind in `role` (the first, in file order)."""
-    return {kind: node.name for kind, node in run.topology.nodes_by_server(role).items()}
+def _by_kind(run: Run, role: str) -> KindMap[str]:
+    """kind@version -> the lab's node of that version in `role` (the first, in file order),
+    looked up by any name of a version."""
+    return KindMap({kind: node.name for kind, node in run.topology.nodes_by_server(role).items()})
 
 
-def ends(run: Run, secondary_kind: str) -> Ends:
-    """The primary PRIMARY= names (the lab's first primary when unset) and the secondary of
+def ends(run: Run, secondary_kind: str, primary: str | None = None) -> Ends:
+    """The primary `primary` (else PRIMARY=, else the lab's first primary) and the secondary of
     `secondary_kind`; a LabError naming the choices when the lab has no such node."""
     primaries, secondaries = _by_kind(run, "primary"), _by_kind(run, "secondary")
-    primary_kind = run.params.get("primary") or next(iter(primaries), "")
+    primary_kind = primary or run.params.get("primary") or short_name(next(iter(primaries), ""))
     for name, kind, nodes in (("PRIMARY", primary_kind, primaries),
                               ("SECONDARY", secondary_kind, secondaries)):
         if kind not in nodes:
@@ -189,10 +192,12 @@ def check_transport(transport: str, *kinds: str) -> None:
 
 def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server: str,
                         profile_name: str, extra_params: dict[str, Any],
-                        transport: str = "tcp", port_range: str | None = None) -> Cell | None:
-    """One cold start; returns the finished cell (None when a resumed run already has it)."""
+                        transport: str = "tcp", port_range: str | None = None,
+                        primary: str | None = None) -> Cell | None:
+    """One cold start; returns the finished cell (None when a resumed run already has it).
+    `primary`: the primary's kind (and version) when not PRIMARY='s."""
     params = run.params
-    pair = ends(run, server)
+    pair = ends(run, server, primary)
     secondary = pair.secondary
     if run.finished(cell_id) is not None:
         return None
@@ -208,7 +213,7 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
     cell_params = {"profile": profile_name, **pair.params(),
                    "zones": len(zone_refs), "transport": transport, **extra_params}
     data = pair.lab_data(zone_refs, primary_options(run, pair, xot),
-                         {**params.get(f"{server}_options", {}), **xot},
+                         {**(kind_param(params, server) or {}), **xot},
                          sysctls={secondary: sysctls})
     if port_range:
         cell_params["port_range_set"] = port_range
@@ -246,8 +251,8 @@ def primary_options(run: Run, pair: Ends, xot: dict[str, Any]) -> dict[str, Any]
     outgoing-transfer limit in the primary's own option, its extra options, XoT."""
     params = run.params
     limit = driver(pair.primary_kind).transfer_out_options(int(params.get("transfers_out", 0)))
-    return {"notify": "no", **limit, **params.get(f"{pair.primary_kind}_primary_options", {}),
-            **xot}
+    return {"notify": "no", **limit,
+            **(kind_param(params, pair.primary_kind, "primary_options") or {}), **xot}
 
 
 def _cold_start(cell: Cell, pair: Ends, names: list[str],
@@ -334,7 +339,7 @@ def small_zone_refs(count: int, seed: int) -> list[ZoneRef]:
 # --- the port range: calibrated to this machine, the seed's, or given ------------------------
 
 def choose_port_range(run: Run, server: str, transport: str,
-                      zone_refs: list[ZoneRef]) -> str | None:
+                      zone_refs: list[ZoneRef], primary: str | None = None) -> str | None:
     """The port range the cells of this transport get on the secondary (see the docstring)."""
     params = run.params
     setting = str(params.get("port_range") or "").strip()
@@ -355,7 +360,7 @@ def choose_port_range(run: Run, server: str, transport: str,
     if run.finished(cell_id) is None:
         # the seed's range: far more ports than calibration zones, so nothing limits the rate
         run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
-                            {"phase": "calibrate"}, transport, SEED_PORT_RANGE)
+                            {"phase": "calibrate"}, transport, SEED_PORT_RANGE, primary)
     rate = transfer_rate(cell_dir, window_s=float(params["failure_at_s"]))
     # a calibration over in a few seconds is better timed by its log lines than by 1 Hz samples
     coarse = int(rate["monitor_samples"] or 0) < MIN_RATE_SAMPLES
@@ -383,27 +388,34 @@ def cold_start(run: Run) -> None:
     per sysctl profile, transport and repetition, repetition by repetition: a repetition's
     TCP and TLS cold starts of a profile run back to back, so comparing them compares two
     runs minutes apart, not the first and the last half of the run (run 2712 ran every TCP
-    cell first, its TLS ones ~20 min later)."""
+    cell first, its TLS ones ~20 min later). SERVERS=bind@9.18,bind@9.20 does all of that per
+    version, each version both ends (cells `...,server=<version>`, judged per version)."""
     params = run.params
-    server = params["secondary"]
-    pair = ends(run, server)
+    versions = [str(v) for v in params.get("servers") or []]
+    pairs = [(v, v) for v in versions] or [(str(params["secondary"]), None)]
     transports = list(params["transports"])
-    for transport in transports:
-        check_transport(transport, pair.primary_kind, server)
+    for server, primary in pairs:
+        pair = ends(run, server, primary)
+        for transport in transports:
+            check_transport(transport, pair.primary_kind, server)
     zone_refs = small_zone_refs(params["zones"], params["seed"])
     reps = int(params["repetitions"])
-    run.plan(len(transports) * (len(params["profiles"]) * reps
-                                + (params["port_range"] == "auto")),
+    run.plan(len(pairs) * len(transports) * (len(params["profiles"]) * reps
+                                             + (params["port_range"] == "auto")),
              per_cell_s=min(params["deadline_s"], 30 + params["zones"] / 300))
-    port_ranges = {transport: choose_port_range(run, server, transport, zone_refs)
-                   for transport in transports}
-    for rep in range(reps):
-        for profile_name in params["profiles"]:
-            for transport in transports:
-                cell_id = f"transport={transport},profile={profile_name}" + (
-                    f",rep={rep}" if reps > 1 else "")
-                run_cold_start_cell(run, cell_id, zone_refs, server, profile_name,
-                                    {"rep": rep}, transport, port_ranges[transport])
+    for server, primary in pairs:
+        port_ranges = {transport: choose_port_range(run, server, transport, zone_refs, primary)
+                       for transport in transports}
+        extra = {"server": server} if versions else {}
+        for rep in range(reps):
+            for profile_name in params["profiles"]:
+                for transport in transports:
+                    cell_id = f"transport={transport},profile={profile_name}" + (
+                        f",rep={rep}" if reps > 1 else "") + (
+                        f",server={server}" if len(pairs) > 1 else "")
+                    run_cold_start_cell(run, cell_id, zone_refs, server, profile_name,
+                                        {"rep": rep, **extra}, transport,
+                                        port_ranges[transport], primary)
 
 
 def zone_sweep(run: Run) -> None:
