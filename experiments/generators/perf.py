@@ -186,8 +186,9 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
             threads: int = 1, outstanding: int = 100, max_qps: float | None = None,
             tcp: bool = False, timeout_s: float = 5.0,
             extra: list[str] | None = None,
-            latency_csv: Path | None = None) -> DnsperfResult:
+            latency_csv: Path | None = None, mode: str = "") -> DnsperfResult:
     """One dnsperf run from `node` against `server` (a lab address); raw output in `out`.
+    `mode`: dnsperf's -m (udp, tcp, dot, doh; `tcp=True` is -m tcp).
     With `latency_csv`, dnsperf reports every answer (-v) and their latencies are written
     there as a histogram (`LATENCY_BINS`, columns `upper_s`, `count`)."""
     check_lab_address(server)
@@ -202,8 +203,8 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
         argv += ["-n", str(runs)]
     if max_qps:
         argv += ["-Q", str(max(1, int(max_qps)))]
-    if tcp:
-        argv += ["-m", "tcp"]
+    if tcp or (mode and mode != "udp"):
+        argv += ["-m", mode if mode else "tcp"]
     argv += extra or []
     histogram = LatencyHistogram() if latency_csv is not None else None
     if histogram is not None:
