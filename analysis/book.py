@@ -180,6 +180,9 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
                 "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
                             + "".join(f"; {node} ran image {image}" for node, image
                                       in sorted((meta.get("images") or {}).items()))
+                            + "".join(f"; {node} ran {ran.get('runs')} {ran.get('version')} "
+                                      f"({ran.get('from')})" for node, ran in sorted(
+                                          (meta.get("node_versions") or {}).items()))
                             + "".join(f"; load generator {tool} {ran.get('version')} "
                                       f"({ran.get('runs_from')})" for tool, ran
                                       in sorted((meta.get("generators") or {}).items())),
@@ -191,10 +194,12 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
 def software(pages: list[FindingPage]) -> str:
     """The package versions of every run, once: "bind9 9.18.49-1~deb12u3, ..." (a package
     whose version differs between runs lists each), then the images nodes ran from (meta.json
-    `images`, e.g. BIND 9.16 from Debian 11 for SERVERS=bind916: the host's bind9 is not the
-    server those cells measured)."""
+    `images`, e.g. BIND 9.16 from Debian 11 for SERVERS=bind@9.16: the host's bind9 is not the
+    server those cells measured), then the server versions nodes ran from elsewhere than the
+    host (meta.json `node_versions`: a root file system, an image)."""
     found: dict[str, list[str]] = {}
     images: list[str] = []
+    servers_ran: list[str] = []  # versions a node ran other than the host's (node_versions)
     for page in pages:
         for rp in page.runs:
             for name, version in (rp.run.meta.get("versions") or {}).items():
@@ -203,8 +208,13 @@ def software(pages: list[FindingPage]) -> str:
             for image in (rp.run.meta.get("images") or {}).values():
                 if str(image) not in images:
                     images.append(str(image))
+            for ran in (rp.run.meta.get("node_versions") or {}).values():
+                said = f"{ran.get('runs')} {ran.get('version')}"
+                if ran.get("from") != "host" and said not in servers_ran:
+                    servers_ran.append(said)
     line = ", ".join(f"{name} {' / '.join(found[name])}" for name in sorted(found))
-    return line + ("; images: " + ", ".join(images) if images else "")
+    return line + ("; images: " + ", ".join(images) if images else "") + (
+        "; servers not the host's: " + ", ".join(servers_ran) if servers_ran else "")
 
 
 def write_html(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -> Path:

@@ -148,12 +148,17 @@ def _environment(run: Run) -> list[tuple[str, str]]:
     for tool, ran in sorted(generators.items()):
         items.append((f"load generator: {tool}", f"{ran.get('version')} (node "
                       f"{ran.get('node')}, {ran.get('runs_from')})"))
+    # what each server node ran: its kind@version, package version and where it came from
+    for node, ran in sorted((meta.get("node_versions") or {}).items()):
+        items.append((f"server: {node}", f"{ran.get('runs')} ({ran.get('package')} "
+                      f"{ran.get('version') or '?'}, {ran.get('from')})"))
     ran_elsewhere = {tool for tool, ran in generators.items()
                      if ran.get("runs_from") != "host package"}
     for name, version in sorted((meta.get("versions") or {}).items()):
         items.append((f"version: {name}", str(version) + (
             " (the host's package, not the one that ran: see load generator)"
-            if name in ran_elsewhere else "")))
+            if name in ran_elsewhere else " (the host's package; a server node's own: server)"
+            if meta.get("node_versions") else "")))
     return items
 
 

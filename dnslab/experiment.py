@@ -225,6 +225,8 @@ class Cell:
         self.run.writer.record_placement(self.cell_id, self.placement, _affinities(self.lab))
         if self.lab.wan:
             self.run.writer.record_cell(self.cell_id, "wan", self.lab.wan)
+        # what each server node ran (kind@version, package version, image or root)
+        self.run.writer.merge("node_versions", self.lab.software(self.run.topology))
         return self.lab
 
     def monitor(self, nodes: list[str]) -> Monitors:

@@ -107,6 +107,36 @@ class Lab:
     def name(self) -> str:
         return self.state.lab
 
+    def software(self, topo: Topology) -> dict[str, dict[str, str | None]]:
+        """What each server node runs: its `kind@version`, its main package's Debian version
+        where the lab can read it (a root file system's record, the host's dpkg) and where it
+        comes from (an image, a suite's root file system, the host). meta.json keeps it: the
+        host's own package versions (`versions`) are not what a versioned node ran."""
+        from dnslab.runtime import rootfs
+        from dnslab.runtime.netns import installed_versions
+        from dnslab.servers.manifest import kind_version
+
+        found: dict[str, dict[str, str | None]] = {}
+        for name, info in self.state.nodes.items():
+            if name not in topo.nodes or not servers.driver(info.server).runs_daemon:
+                continue
+            wanted = kind_version(topo.node(name).image_key)
+            package = wanted.image.package
+            entry: dict[str, str | None] = {"runs": wanted.key, "package": package}
+            if self.runtime.name == "clab":
+                entry["from"] = f"image {info.image}"
+                entry["version"] = wanted.image.version  # the image pins it
+            elif info.rootfs:
+                stamp = rootfs.read_stamp(Path(info.rootfs))
+                entry["from"] = rootfs.describe(Path(info.rootfs)) if stamp else \
+                    f"{wanted.image.suite} root file system"
+                entry["version"] = (stamp.get("versions") or {}).get(package)
+            else:
+                entry["from"] = "host"
+                entry["version"] = installed_versions(self.state.host(name), [package])[package]
+            found[name] = entry
+        return found
+
     def node(self, name: str) -> LabNode:
         """A handle on one node: its server's control commands, health, version and waits
         (`dnslab.node.LabNode`), from its server kind's driver."""

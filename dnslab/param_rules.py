@@ -335,6 +335,18 @@ def _version_problem(value: str, role: str, topo: Any) -> str | Choice | None | 
     return None if found.kind in kinds else False
 
 
+def _role_choices(topo: Any, role: str) -> list[str]:
+    """The versions of the lab's nodes in `role` (a kind alone for its default version), then
+    every other version the manifests offer of those kinds (`kind@version`: a run adds a node
+    for one, Topology.with_versions)."""
+    from dnslab.servers.manifest import short_name
+
+    have = list(topo.nodes_by_server(role))
+    kinds = dict.fromkeys(key.partition("@")[0] for key in have)
+    return [short_name(k) for k in have] + [v for kind in kinds for v in _offered(kind)
+                                            if v not in have]
+
+
 def _offered(kind: str) -> list[str]:
     from dnslab.servers.manifest import manifest
 
@@ -348,7 +360,7 @@ def _choices(form: Form, context: Context) -> list[str] | None:
     if form.kind == "profile":
         return context.known_profiles()
     if form.kind == "role" and context.topology is not None:
-        return list(context.topology.nodes_by_server(form.words[0]))
+        return _role_choices(context.topology, form.words[0])
     if form.kind == "server node" and context.topology is not None:
         return [n.name for n in context.topology.nodes.values() if n.role != "client"]
     return None

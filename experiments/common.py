@@ -4,13 +4,16 @@ error), and rows written to a cell's CSV file."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dnslab.errors import LabError
 
 
-def check_choice(name: str, values: list[str], allowed: tuple[str, ...] | list[str]) -> None:
+def check_choice(name: str, values: list[str],
+                 allowed: tuple[str, ...] | list[str] | Mapping[str, Any]) -> None:
+    """Each of `values` is one of `allowed` (a KindMap matches any name of a version)."""
     bad = [v for v in values if v not in allowed]
     if bad or not values:
         raise LabError(f"{name.upper()}={','.join(values)}: {bad[0] if bad else 'empty'!r} "

@@ -351,7 +351,7 @@ def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
     image cannot be had and SERVERS is the experiment's default, and is an error when asked
     for by name."""
     params = run.params
-    check_choice("servers", params["servers"], tuple(nodes.servers))
+    check_choice("servers", params["servers"], nodes.servers)
     servers = list(params["servers"])
     if "bind916" in servers and servers == list(run.spec.params["servers"]):
         try:

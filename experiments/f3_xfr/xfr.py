@@ -113,7 +113,8 @@ def ends(run: Run, secondary_kind: str, primary: str | None = None) -> Ends:
                               ("SECONDARY", secondary_kind, secondaries)):
         if kind not in nodes:
             raise LabError(f"{name}={kind!r}: lab {run.spec.topology!r} has no such "
-                           f"{name.lower()}", hint=f"{name}=" + " | ".join(nodes))
+                           f"{name.lower()}",
+                           hint=f"{name}=" + " | ".join(short_name(k) for k in nodes))
     return Ends(primary=primaries[primary_kind], primary_kind=primary_kind,
                 secondary=secondaries[secondary_kind], secondary_kind=secondary_kind,
                 primaries=tuple(primaries.values()),
@@ -210,11 +211,12 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
     xot = {"xot": True} if transport == "tls" else {}
     # the effective sysctls are read back into meta.json; the figures carry the two that
     # decide the outcome (port range, TIME_WAIT cap)
+    secondary_options = dict(kind_param(params, server) or {})
     cell_params = {"profile": profile_name, **pair.params(),
-                   "zones": len(zone_refs), "transport": transport, **extra_params}
+                   "zones": len(zone_refs), "transport": transport, **extra_params,
+                   "secondary_options": secondary_options}
     data = pair.lab_data(zone_refs, primary_options(run, pair, xot),
-                         {**(kind_param(params, server) or {}), **xot},
-                         sysctls={secondary: sysctls})
+                         {**secondary_options, **xot}, sysctls={secondary: sysctls})
     if port_range:
         cell_params["port_range_set"] = port_range
     with run.cell(cell_id, cell_params) as cell:

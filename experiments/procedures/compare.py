@@ -141,8 +141,8 @@ def _measure(cell: Cell, lab: Lab, client: str, target: str, qfile: Path) -> Non
 def servers_by_transport(run: Run) -> None:
     """Every server in SERVERS, then the generator's ceiling, over every transport."""
     params = run.params
-    named = server_nodes(run)
-    servers = list(dict.fromkeys(named.values()))
+    chosen = server_nodes(run)
+    servers = list(dict.fromkeys(chosen.values()))
     client = run.topology.node(role="client").name
     placement = run.placement()
     qfile = query_file(run)
@@ -151,7 +151,7 @@ def servers_by_transport(run: Run) -> None:
     run.plan(cells, per_cell_s=params["repetitions"] * len(params["transports"]) * per_run + 15)
     if params["ceiling"]:
         ensure_dnsload()  # built before any lab is up
-    for name, node in named.items():
+    for name, node in chosen.items():
         cell_id = f"server={name}"
         if run.finished(cell_id) is not None:
             continue

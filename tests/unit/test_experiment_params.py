@@ -123,7 +123,10 @@ def test_a_bad_value_is_refused_before_any_work_and_leaves_no_folder(
 def test_the_choices_hint_names_what_may_be_given(no_lab: list[str]) -> None:
     with pytest.raises(LabError) as refused:
         experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", "SECONDARY=unbound"])
-    assert refused.value.hint == "SECONDARY from: bind, knot, nsd, pdns"
+    # the lab's secondaries (a kind alone: its default version), then the other versions a
+    # run may name (it adds their nodes)
+    assert refused.value.hint == ("SECONDARY from: bind, knot, nsd, pdns, bind@9.16, bind@9.20, "
+                                  "knot@3.4, nsd@4.12, pdns@4.9")
 
 
 def test_an_empty_primary_means_the_labs_first(no_lab: list[str]) -> None:
@@ -264,8 +267,10 @@ def test_show_says_the_story_every_parameter_the_claims_and_the_plots(name: str)
 def test_show_gives_each_parameter_its_comment_and_rule() -> None:
     text = render_show("xfr-30k-zones", width=100)
     lines = text.splitlines()
-    at = lines.index("  SECONDARY=bind")
-    assert lines[at + 1] == "      may be: a secondary kind of lab xfr (bind, knot, nsd, pdns)"
+    at = lines.index("  SECONDARY=bind@9.20")
+    assert lines[at + 1:at + 3] == [
+        "      may be: a secondary kind of lab xfr (bind, knot, nsd, pdns, bind@9.16, bind@9.20, "
+        "knot@3.4,", "      nsd@4.12, pdns@4.9)"]
     at = lines.index("  ZONES=30000   [ci: 1000]")
     assert lines[at + 1] == "      may be: an integer from 1 to 1000000"
     text = render_show("tcp-fallback", width=100)
