@@ -37,7 +37,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from analysis.claim import REPRODUCTION  # noqa: E402
 from analysis.index import census, census_text  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
-from analysis.report import TEMPLATES  # noqa: E402
+from analysis.report import TEMPLATES, by_version_table  # noqa: E402
 from analysis.rundata import Run, load_run  # noqa: E402
 from analysis.verdicts import status_word  # noqa: E402
 from dnslab import findings, results  # noqa: E402
@@ -223,6 +223,7 @@ def write_html(pages: list[FindingPage], env: list[dict[str, str]], out: Path) -
                               undefined=jinja2.StrictUndefined)
     html = jenv.get_template("book.html.j2").render(
         pages=pages, env=env, line_of=line_of, status_colour=STATUS_COLOUR,
+        by_version=by_version_table,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     path = out / "index.html"
     path.write_text(html)

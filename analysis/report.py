@@ -263,7 +263,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         plot_items.append(item)
     return {
         "run": run, "summary": summary, "verdicts": reproductions, "counts": counts,
-        "by_version": _by_version(summary),
+        "by_version": by_version_table(summary),
         "calibrations": [v for v in verdicts if v.get("kind", REPRODUCTION) != REPRODUCTION],
         "status_meaning": STATUS_MEANING,
         # judged / not applicable (machine) / not applicable (setting), checks included
@@ -281,7 +281,7 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
     }
 
 
-def _by_version(summary: dict[str, Any]) -> dict[str, Any]:
+def by_version_table(summary: dict[str, Any]) -> dict[str, Any]:
     """The per-version table: {versions: [...], rows: [{claim_id, title, kind, cells: {version:
     verdict}}]} from summary.json's `verdicts_by_version`; {} for a run of one version."""
     found = summary.get("verdicts_by_version") or {}

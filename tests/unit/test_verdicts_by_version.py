@@ -57,3 +57,18 @@ def test_a_run_of_one_version_per_kind_has_no_per_version_table(tmp_path):
     summary = analyse(run_dir, update_index=False)
     assert "verdicts_by_version" not in summary
     assert 'id="versions"' not in (run_dir / "report" / "report.html").read_text()
+
+
+def test_the_book_shows_each_version_of_a_run_in_its_own_column(tmp_path):
+    from analysis import book
+
+    run_dir = f1.full_scale_fallback_run(tmp_path / "results")
+    analyse(run_dir, update_index=False)
+    pages = book.collect(book.newest_runs(tmp_path / "results"), tmp_path / "book")
+    html = unescape(book.write_html(pages, book.environment(pages), tmp_path / "book").read_text())
+    table = html[html.index('<table class="versions">'):]
+    table = table[:table.index("</table>")]
+    assert "<th>bind@9.16</th><th>bind@9.18</th>" in table
+    row = next(r for r in table.split("<tr>") if r.startswith("<td>F1.capacity-drop</td>"))
+    assert "8,000 -> 4,000 qps" in row and "9,000 -> 8,600 qps" in row
+    assert row.index("8,000 -> 4,000") < row.index("9,000 -> 8,600")
