@@ -72,3 +72,31 @@ def test_the_readmes_own_experiment_runs_and_draws_its_plots(runtime, results, t
         dnsperf["runs_from"].startswith(f"{suite} root file system (")
     assert f"{dnsperf['version']} (node client, {dnsperf['runs_from']})" in report
     nothing_left("mine")
+
+
+def test_the_readmes_version_question_compares_bind_918_and_920_over_dot(runtime, results,
+                                                                        tmp_path):
+    """README: "BIND 9.18 vs 9.20 over UDP, TCP and DoT, one core each" is the same file with
+    SERVERS=bind@9.18,bind@9.20 TRANSPORTS=udp,tcp,dot: the run adds a bind@9.20 node beside
+    `bind` (netns: from a Debian 13 root file system; clab: its image), each answers over
+    every transport, dnsperf's ceiling too, and the run records which BIND each node ran."""
+    section = (paths.REPO / "README.md").read_text().split("## Your own question", 1)[1]
+    assert "SERVERS=bind@9.18,bind@9.20 TRANSPORTS=udp,tcp,dot" in section
+    experiment = readme_files(tmp_path)
+    run = run_once(str(experiment), ["SCALE=ci", f"RUNTIME={runtime}",
+                                     "SERVERS=bind@9.18,bind@9.20", "TRANSPORTS=udp,tcp,dot"])
+    loaded = load_run(run.path)
+    assert loaded.complete
+    cells = {c.params["server"]: c for c in loaded.cells}
+    assert list(cells) == ["bind@9.18", "bind@9.20", "ceiling"]
+    assert (cells["bind@9.18"].params["node"], cells["bind@9.20"].params["node"]) == (
+        "bind", "bind920")
+    for name, cell in cells.items():
+        for transport in ("udp", "tcp", "dot"):
+            assert cell.figures[f"qps_{transport}"] > 100, (name, transport, cell.figures)
+    ran = loaded.meta["node_versions"]
+    assert ran["bind"]["runs"] == "bind@9.18" and ran["bind920"]["runs"] == "bind@9.20"
+    assert ran["bind920"]["version"] == manifest("bind").versions["9.20"].version
+    summary = run_analysis(run.path, update_index=False)
+    assert summary["analysis"]["errors"] == [], summary["analysis"]["errors"]
+    nothing_left("mine")
