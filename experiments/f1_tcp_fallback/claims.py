@@ -23,6 +23,8 @@ mean busy share of its cores) is the seed's regime: 17 % at 18,000 qps; a CPU-bo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from analysis.claim import (
@@ -39,6 +41,7 @@ from analysis.claim import (
 from analysis.derived import GENERATOR_BOUND_SHARE, Stair, require_below_ceiling, stair
 from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
+from dnslab.servers.manifest import ManifestError, kind_version
 from experiments.f1_tcp_fallback.derived import (
     CPU_BOUND_PCT,
     SEED_CPU_PCT,
@@ -387,6 +390,45 @@ def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
         "the tuned server shows the queue symptoms where it held the load")
 
 
+def _full_answer_server(run: Run) -> str:
+    """The BIND whose answers the answer-size checks judge: the first of the run's
+    SEED_SERVERS (a per-version view: that version) with answer sizes, and one that still
+    fills the additional section (BIND before 9.18.33 / 9.20.5: CVE-2024-11187's fix stops it
+    above 13 records), else not applicable (setting)."""
+    named = [str(s) for s in run.params.get("seed_servers") or run.params.get("servers") or []]
+    sized = [s for s in named if any(c.figure("tac_tcp_size", optional=True) is not None
+                                     for c in run.cells_where(server=s))]
+    require(bool(sized), f"no cell of {', '.join(named) or 'any server'} with answer sizes",
+            "SERVERS=bind@9.16,... with RECORDS=before,after", cause=SETTING)
+    server = sized[0]
+    version = str(next(c for c in run.cells_where(server=server)
+                       if c.figure("tac_tcp_size", optional=True) is not None)
+                  .figure("server_version", optional=True) or _packaged_version(server))
+    require(fills_additional(version), f"{server} is BIND {version or '(version hidden)'}, "
+            "which sends no additional section above 13 records (9.18.33+, 9.20.5+): its "
+            "answers are not the seed's", "SERVERS=bind@9.16,... (BIND 9.16 fills it)",
+            cause=SETTING)
+    return server
+
+
+def _packaged_version(server: str) -> str:
+    """The BIND version the lab packages for a server name (`bind` -> 9.18.49), "" if none:
+    for cells that did not record the version their server printed."""
+    try:
+        return kind_version(server).image.version.split(":")[-1]
+    except ManifestError:
+        return ""
+
+
+def fills_additional(version: str) -> bool:
+    """Whether a BIND version still fills the additional section of an RRset over 13
+    records (before 9.18.33 and 9.20.5); an unknown version is taken as filling."""
+    numbers = tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+    if len(numbers) < 3:
+        return True
+    return numbers < (9, 18, 33) or (9, 19, 0) <= numbers < (9, 20, 5)
+
+
 @claim(
     "F1.answer-growth", kind=CALIBRATION,
     title="Lab check: the new records grow the TAC answer about 1.5x, as the seed's did",
@@ -395,25 +437,25 @@ def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
     effect=TWO_SIDED,
     tolerance="largest TAC answer after/before between {low}x and {high}x, both as BIND 9.16 "
               "sent it over TCP and as the zone model encodes the full answer",
-    precondition="bind916 cells with both record sets and their answer sizes (BIND 9.18 "
-                 "skips additional processing above 13 records, so its answers are not the "
-                 "seed's)",
+    precondition="cells of a BIND that fills the additional section (9.16: bind@9.16) with "
+                 "both record sets and their answer sizes (BIND 9.18.33+ and 9.20.5+ skip "
+                 "additional processing above 13 records, so their answers are not the seed's)",
     fails_when="the zone's new records grow the answer much less or much more than the "
                "seed's did",
     limits={"low": 1.35, "high": 1.65},
 )
 def test_answer_growth(run: Run, verdict: Verdict, low: float, high: float) -> None:
     sizes: dict[str, dict[str, float]] = {}
+    server = _full_answer_server(run)
     for records in ("before", "after"):
-        cells = [c for c in run.cells_where(server="bind916", records=records)
+        cells = [c for c in run.cells_where(server=server, records=records)
                  if c.figure("tac_tcp_size", optional=True) is not None]
-        require(bool(cells), f"no bind916 cell with records={records} and its answer sizes",
-                "SERVERS=...,bind916 with RECORDS=before,after (needs `make images`)",
-                cause=SETTING)
+        require(bool(cells), f"no {server} cell with records={records} and its answer sizes",
+                "RECORDS=before,after", cause=SETTING)
         sizes[records] = {"sent": float(cells[0].figure("tac_tcp_size")),
                           "model": float(cells[0].figure("tac_model_size"))}
     growth = {k: sizes["after"][k] / sizes["before"][k] for k in ("sent", "model")}
-    verdict.measured = (f"bind916 over TCP {sizes['before']['sent']:,.0f} -> "
+    verdict.measured = (f"{server} over TCP {sizes['before']['sent']:,.0f} -> "
                         f"{sizes['after']['sent']:,.0f} B ({growth['sent']:.2f}x); model "
                         f"{sizes['before']['model']:,.0f} -> {sizes['after']['model']:,.0f} B "
                         f"({growth['model']:.2f}x)")
@@ -630,24 +672,25 @@ def _answers_unlike_model(cell: Cell) -> tuple[int, list[str], bool]:
     published="the new records grew one TAC NAPTR answer 1.5x, to 23,069 B (ANSWER 93, "
               "ADDITIONAL 219), BIND 9.9.4",
     source="seed 000, the dig output of the TAC query", effect=TWO_SIDED,
-    tolerance="bind916, records after: every TAC and APN answer over TCP carries exactly the "
+    tolerance="BIND 9.16, records after: every TAC and APN answer over TCP carries exactly the "
               "records of the modelled full answer (none missing, none extra; section counts "
               "for runs that did not compare records), and the largest TAC answer is no more "
               "than {band:.0%} smaller than the model's encoding of it. Larger is not judged: "
               "BIND 9.12-9.18 compress a name only against itself and its parent "
               "(lib/dns/compress.c), so the same records take more bytes than with BIND 9.9's "
               "compression, which the model (and the seed's 23,069 B) have",
-    precondition="a bind916 cell (BIND 9.16 from its image; 9.18.33+ skips additional "
-                 "processing above 13 records)",
+    precondition="a cell of a BIND that fills the additional section (bind@9.16; 9.18.33+ "
+                 "and 9.20.5+ skip additional processing above 13 records)",
     fails_when="an answer lacks records of the full answer or has others, or the largest TAC "
                "answer is more than the band smaller than the model's",
     limits={"band": 0.05},
 )
 def test_full_answer(run: Run, verdict: Verdict, band: float) -> None:
-    cells = [c for c in run.cells_where(server="bind916", records="after")
+    server = _full_answer_server(run)
+    cells = [c for c in run.cells_where(server=server, records="after")
              if c.figure("tac_tcp_size", optional=True) is not None]
-    require(bool(cells), "no bind916 cell with the new records and its answer sizes",
-            "SERVERS=...,bind916 (needs `make images`)", cause=SETTING)
+    require(bool(cells), f"no {server} cell with the new records and its answer sizes",
+            "RECORDS=after", cause=SETTING)
     parts, off = [], []
     for cell in cells:
         sent = int(cell.figure("tac_tcp_size"))
