@@ -263,7 +263,8 @@ def _cells_run(monkeypatch, done: set[str]) -> tuple[list[str], _PlannedRun]:
                         ran.append(f"server={server},records={records},tuning={tuning}"))
     params = {"records": ["before", "after"], "tunings": ["untuned", "tuned"], "ceiling": True,
               "seed": 1, "queries": 10, "truncating": 0.3, "client_bufsize": 4096,
-              "step_s": 60, "burst_s": 600, "function_s": 60, "ceiling_step_s": 20}
+              "step_s": 60, "burst_s": 600, "burst_search_steps": 6,
+              "burst_probe_s": 120, "function_s": 60, "ceiling_step_s": 20}
     run = _PlannedRun(params, done)
     fallback.tcp_fallback(run)  # type: ignore[arg-type]
     return ran, run
