@@ -12,13 +12,16 @@ records (or a `generator_ceiling_qps` figure). `tcp-fallback-cache` runs: one ce
 distribution with figures `cache_size`, `onset_records` and `max_amplification` (a
 simulation: a calibration check).
 
-Every capacity the claims compare is the seed's (`derived.seed_capacity`): the stair's
-highest clean step that then held the 600 s burst (`burst.csv`, figures `burst_*`) and the
-load during the function test where one ran. A stair capacity whose burst failed makes the
-claim "not applicable" with the burst's figures and the change that would find a load that
-holds (a burst search below it, longer steps). The server's CPU at that capacity (the burst's
-mean busy share of its cores) is the seed's regime: 17 % at 18,000 qps; a CPU-bound server
-(>= 90 %) is said in the verdict's line.
+Every capacity the claims compare is the seed's (`derived.seed_capacity`): the highest load
+that held the stair and the 600 s burst (`burst.csv`, figures `burst_*`): the stair capacity,
+or, when its burst failed, the load the procedure's search below it found (`burst-probe.csv`,
+figure `burst_search`; to FINE_SHARE of the load, else "not applicable"), and the load during
+the function test where one ran. A cell where no load held is "not applicable" with the
+burst's and the search's figures and the change that would find one. The server's CPU at
+that capacity (the burst's mean busy share of its cores) is the seed's regime: 17 % at
+18,000 qps; a CPU-bound server (>= 90 %) is said in the verdict's line. The CPU is read only
+on a quiet machine (`derived.busy_machine`): on a busy one the claims that judge it are "not
+applicable" (a setting: rerun on a quiet machine), with the other load measured.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
 from experiments.f1_tcp_fallback.derived import (
     CPU_BOUND_PCT,
+    QUIET_REMEDY,
     SEED_CPU_PCT,
     SeedCapacity,
+    busy_machine,
     label,
     seed_capacity,
     server_cpu,
@@ -149,7 +154,9 @@ def test_tcp_share(run: Run, verdict: Verdict, points: float) -> None:
 def _capacity_unmet(found: SeedCapacity) -> str:
     """Why a cell has no capacity by the seed's criteria, with its CPU at the stair capacity
     when that says the server ran out of CPU there."""
-    cpu = server_cpu(found.cell, found.stair_qps) if found.stair_qps is not None else None
+    if found.stair_qps is None or busy_machine(found.cell, found.stair_qps):
+        return found.missing  # on a busy machine the cores' share is not the server's
+    cpu = server_cpu(found.cell, found.stair_qps)
     if cpu is not None and cpu >= CPU_BOUND_PCT and ": " in found.missing:
         return (f"{label(found.cell)} CPU-bound ({cpu:.0f} % CPU at its {found.stair_qps:,.0f} "
                 f"qps stair capacity); " + found.missing.split(": ", 1)[1])
@@ -158,27 +165,50 @@ def _capacity_unmet(found: SeedCapacity) -> str:
 
 def _seed_capacity(run: Run, cell: Cell, max_step: float) -> float:
     """The cell's capacity by the seed's criteria (its stair judged as `_judged_stair`, then
-    the burst and the load during the function test held at it), else not applicable with
-    what was measured and the change that would make it judgeable."""
+    the burst held at the stair capacity or at the load the search below it found, to within
+    `max_step` of it, and the load during the function test), else not applicable with what
+    was measured and the change that would make it judgeable."""
     _judged_stair(run, cell, max_step)
     found = seed_capacity(cell)
     if found.qps is None:
         require(False, _capacity_unmet(found), found.remedy, cause=SETTING)
     assert found.qps is not None
+    if found.searched:
+        gap = found.resolution
+        require(gap is not None and gap <= max_step,
+                f"{label(cell)}: the search below the {found.stair_qps or 0:,.0f} qps stair "
+                f"capacity held the burst at {found.qps:,.0f} qps, "
+                + (f"{gap:.0%} below the lowest load that failed" if gap is not None else
+                   "with no failing load above it") + " (the capacity is quantised)",
+                f"more BURST_SEARCH_STEPS (to within {max_step:.0%})", cause=SETTING)
     return found.qps
 
 
 def _cpu_condition(verdict: Verdict, cells: list[Cell], rates: list[float]) -> list[str]:
     """A CPU-bound server said in the verdict's line (the seed's BIND: 17 % CPU); returns
-    the CPU of each cell at its rate, in words."""
+    the CPU of each cell at its rate, in words (not read on a busy machine)."""
     said = []
     for cell, rate in zip(cells, rates, strict=True):
+        if busy_machine(cell, rate):
+            said.append("CPU not read (a busy machine)")
+            verdict.condition("busy machine: CPU not read")
+            continue
         cpu = server_cpu(cell, rate)
         said.append(f"{cpu:.0f} % CPU" if cpu is not None else "CPU not recorded")
         if cpu is not None and cpu >= CPU_BOUND_PCT:
             verdict.condition(f"{cell.params.get('records')}/{cell.params.get('tuning')} "
                               f"CPU-bound ({cpu:.0f} %; seed: {SEED_CPU_PCT:.0f} %)")
     return said
+
+
+def _require_quiet(*cells: tuple[Cell, float | None]) -> None:
+    """CPU is judged only on a quiet machine: a busy one (other processes on the server's
+    cores) makes the claim not applicable, a setting, with the other load measured - never
+    a pass on a starved server's low CPU."""
+    for cell, rate in cells:
+        busy = busy_machine(cell, rate)
+        require(busy is None, f"{busy} (the server's CPU there is not its own)", QUIET_REMEDY,
+                cause=SETTING)
 
 
 CAPACITY_RULE = ("the capacity by the seed's criteria: the highest stair step with no "
@@ -247,9 +277,11 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
     untuned one: the seed's tuned BIND had 83 % of its CPU to spare."""
     stair_condition(run, verdict)
     cells = _cells(run, ("after", "untuned"), ("after", "tuned"))
-    # a CPU-bound server first: its capacity is its CPU's, whatever its burst did
+    # a CPU-bound server first: its capacity is its CPU's, whatever its burst did (read on
+    # a quiet machine only)
     for cell in (cells[1], cells[0]):
         _, at = _judged_stair(run, cell, max_step)
+        _require_quiet((cell, at))
         share = server_cpu(cell, at)
         require(share is None or share < cpu_bound,
                 f"{label(cell)} CPU-bound: {share or 0:.0f} % CPU at its {at:,.0f} qps "
@@ -258,6 +290,7 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
                 "for it: SERVER_CPUS)", cause=MACHINE)
     untuned = _seed_capacity(run, cells[0], max_step)
     tuned = _seed_capacity(run, cells[1], max_step)
+    _require_quiet((cells[0], untuned), (cells[1], tuned))
     cpu = {name: server_cpu(cell, rate) for name, cell, rate in
            (("untuned", cells[0], untuned), ("tuned", cells[1], tuned))}
     require(None not in cpu.values(), f"{cells[0].params.get('server')}: the server's CPU at "
@@ -290,7 +323,9 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
               "untuned and tuned, <= {max_cpu:.0f} % (at most half its cores busy; the seed: "
               "17 %), each " + CAPACITY_RULE,
     precondition="the cell has a capacity by the seed's criteria and its CPU was recorded "
-                 "there (the burst's mean, else the stair step's)",
+                 "there (the burst's mean, else the stair step's), on a quiet machine (other "
+                 "processes <= 10 % of a core; else the cores' share is not the server's and "
+                 "its processes' share is what the others left it)",
     fails_when="the server was busier than {max_cpu:.0f} % at a capacity (it ran out of CPU, "
                "not of buffers and queues: CPU-bound when >= {cpu_bound:.0f} %)",
     limits={"max_cpu": 50.0, "cpu_bound": CPU_BOUND_PCT},
@@ -299,6 +334,8 @@ def test_not_cpu_bound(run: Run, verdict: Verdict, max_cpu: float, cpu_bound: fl
     stair_condition(run, verdict)
     cells = _cells(run, ("after", "untuned"), ("after", "tuned"))
     parts, unmet, failed, shown = [], [], [], []
+    # a busy machine first: whatever each cell's capacity, no CPU figure of it is judged
+    _require_quiet(*((cell, seed_capacity(cell).qps or stair(cell).capacity) for cell in cells))
     for cell in cells:
         found = seed_capacity(cell)
         if found.qps is None:
@@ -464,12 +501,17 @@ def test_latency_grows(run: Run, verdict: Verdict, low: float, high: float, top:
                 f"{before.capacity or 0:,.0f})", "a before stair that runs through the after "
                 "capacity (STAIR_START)", cause=SETTING)
     parts, ratios, failed = [], [], []
+    steps = after.rows.sort_values("target_qps")
     for rate in rates:
         row = after.at(rate)
-        assert row is not None
         b99 = float(np.interp(rate, known, passed["p99_ms"].astype(float).to_numpy()))
         b_max = float(np.interp(rate, known, passed["max_ms"].astype(float).to_numpy()))
-        a99, a_max = float(row["p99_ms"]), float(row["max_ms"])
+        if row is not None:
+            a99, a_max = float(row["p99_ms"]), float(row["max_ms"])
+        else:  # a capacity the burst search found between two of the after stair's steps
+            a99, a_max = (float(np.interp(rate, steps["target_qps"].astype(float).to_numpy(),
+                                          steps[k].astype(float).to_numpy()))
+                          for k in ("p99_ms", "max_ms"))
         ratio = a99 / b99 if b99 > 0 else float("inf")
         ratios.append(ratio)
         parts.append(f"at {rate:,.0f} qps ({rate / capacity:.2f}x the after capacity): p99 "
