@@ -44,11 +44,16 @@ from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
 from experiments.f1_tcp_fallback.derived import (
     CPU_BOUND_PCT,
+    LONE_P99_SHARE,
+    LONE_SYNS,
     QUIET_REMEDY,
     SEED_CPU_PCT,
     SeedCapacity,
+    bounding_failure,
     busy_machine,
+    failure_words,
     label,
+    lone_syn,
     seed_capacity,
     server_cpu,
     symptoms,
@@ -230,24 +235,52 @@ CAPACITY_RULE = ("the capacity by the seed's criteria: the highest stair step wi
                  "generator's ceiling measured in the run; and both capacities held their "
                  "burst (and the function test's load where one ran)",
     fails_when="the ratio is above {ratio:.2f}+{band:.2f} (little or no drop) or below "
-               "{ratio:.2f}-{band:.2f} (a collapse the seed did not see)",
-    limits={"ratio": 0.50, "band": 0.15, "max_step": 0.05, "bound": GENERATOR_BOUND_SHARE},
+               "{ratio:.2f}-{band:.2f} (a collapse the seed did not see); or either capacity "
+               "ends on a lone retried SYN (the failed load nearest above it failed only on "
+               "its worst TAT, >= 1 s, with <= {lone_syns} SYNs retried and p99 < "
+               "{lone_p99:.0%} of the TAT limit): one overflow of BIND's listen queue of 10 "
+               "while the answers are fast, a chance onset, not the load-driven queueing the "
+               "seed's capacity ended on (worst TAT 815 ms at 12,000 qps before any 1 s SYN "
+               "retry, 3,241 ms at 14,000; CPU normal, buffers and queues tuned)",
+    limits={"ratio": 0.50, "band": 0.15, "max_step": 0.05, "bound": GENERATOR_BOUND_SHARE,
+            "lone_syns": LONE_SYNS, "lone_p99": LONE_P99_SHARE},
 )
 def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
-                       max_step: float, bound: float) -> None:
+                       max_step: float, bound: float, lone_syns: int, lone_p99: float) -> None:
     """Stair capacities whose burst failed are not the seed's capacities: a run whose four
-    bursts all failed (the BIND 9.16 full run 54c4) has none, and its stair ratio is not
-    judged."""
+    bursts all failed (the BIND 9.16 full run 54c4) has none unless the burst search found
+    the load that held. The mechanism is judged too (NOTES.md, "What ends the untuned
+    capacity"): the lab's untuned BIND 9.18 capacity was where one SYN first overflowed its
+    listen queue of 10 at 34-39 % CPU with answers in milliseconds (4,000 -> 2,900 qps,
+    0.72x, in run b9c9), which can land in the band by chance and is not the seed's failure,
+    so a capacity that ends on a lone retried SYN is "not reproduced" whatever the ratio."""
     stair_condition(run, verdict)
     before, after = _cells(run, ("before", "untuned"), ("after", "untuned"))
     old = _seed_capacity(run, before, max_step)
     new = _seed_capacity(run, after, max_step)
     cpu = _cpu_condition(verdict, [before, after], [old, new])
     measured = new / old
+    max_tat = float(run.params.get("max_tat_ms") or 1000)
+    ends, lone = [], []
+    for cell, rate in ((before, old), (after, new)):
+        row = bounding_failure(cell, rate)
+        if row is None:
+            continue
+        alone = lone_syn(row, max_tat)
+        ends.append(f"{cell.params.get('records')} ended at {failure_words(row)}"
+                    + (" (a lone retried SYN)" if alone else ""))
+        if alone:
+            lone.append(f"{label(cell)} at {float(row['target_qps']):,.0f} qps")
     verdict.measured = (f"{before.params.get('server')}: {old:,.0f} -> {new:,.0f} qps "
-                        f"(ratio {measured:.2f}), both held the burst; {cpu[0]} / {cpu[1]}")
-    verdict.phrase = f"capacity {old:,.0f} -> {new:,.0f} qps ({measured:.2f}x)"
-    assert abs(measured - ratio) <= band, f"capacity ratio {measured:.2f}"
+                        f"(ratio {measured:.2f}), both held the burst; {cpu[0]} / {cpu[1]}"
+                        + (f"; {'; '.join(ends)}" if ends else ""))
+    verdict.phrase = (f"capacity {old:,.0f} -> {new:,.0f} qps ({measured:.2f}x)"
+                      + (", ended by a lone retried SYN" if lone else ""))
+    off = [] if abs(measured - ratio) <= band else [f"capacity ratio {measured:.2f}"]
+    if lone:
+        off.append("the capacity ends on a lone retried SYN (one listen-queue overflow with "
+                   "fast answers), not the seed's load-driven queueing: " + ", ".join(lone))
+    assert not off, "; ".join(off)
 
 
 @claim(

@@ -206,6 +206,66 @@ def server_cpu(cell: Cell, rate: float) -> float | None:
     return None if process is None else process / _cores(cell, row)
 
 
+# the failure that bounds a capacity is one lone retried SYN when the client retried at most
+# this many SYNs in it and its answers were fast (p99 under this share of the TAT limit):
+# one overflow of a listen queue (BIND's default 10), not the load-driven queueing the
+# seed saw (worst TAT 815 ms at its 12,000 qps capacity, before any 1 s SYN retry)
+LONE_SYNS = 3
+LONE_P99_SHARE = 0.10
+LOAD_FILES = ("stair.csv", "burst.csv", "burst-probe.csv")
+
+
+def bounding_failure(cell: Cell, capacity: float) -> pd.Series | None:
+    """The failed load nearest above a capacity, among the stair's steps, the full bursts
+    and the search's probes: what ended the capacity there (None: nothing failed above)."""
+    failed = []
+    for name in LOAD_FILES:
+        if not cell.has(name):
+            continue
+        rows = stair(cell, name).rows
+        failed.append(rows[~rows["passed"] & (rows["target_qps"].astype(float) > capacity)])
+    above = pd.concat([f for f in failed if not f.empty]) if any(
+        not f.empty for f in failed) else None
+    if above is None:
+        return None
+    return above.sort_values("target_qps", kind="stable").iloc[0]
+
+
+def retried_syns(row: pd.Series) -> int | None:
+    """SYNs the client sent again in a step (each waited >= 1 s), else the server's SYNs
+    dropped at LISTEN; None when the step counted neither."""
+    retried = _number(row, "client_syn_retrans")
+    if retried is not None and retried > 0:
+        return int(retried)
+    drops = [v for v in (_number(row, "listen_drops"), _number(row, "listen_overflows"))
+             if v is not None]
+    return int(max(drops)) if drops else None
+
+
+def lone_syn(row: pd.Series, max_tat_ms: float) -> bool:
+    """Whether a failed load failed on a lone retried SYN: only its worst TAT broke the
+    limit (>= 1 s, a SYN's retry timer), its p99 stayed under LONE_P99_SHARE of the limit and
+    at most LONE_SYNS SYNs were retried or dropped."""
+    reasons = str(row.get("reasons") or "")
+    if any(word in reasons for word in ("error rate", "offered", "nothing answered")):
+        return False
+    worst, p99 = _number(row, "max_ms"), _number(row, "p99_ms")
+    syns = retried_syns(row)
+    return (worst is not None and p99 is not None and syns is not None
+            and worst >= 1000.0 and worst > max_tat_ms and p99 <= LONE_P99_SHARE * max_tat_ms
+            and 1 <= syns <= LONE_SYNS)
+
+
+def failure_words(row: pd.Series) -> str:
+    """"4,200 qps: worst TAT 1,020 ms, p99 5 ms, 1 SYN retried, 1 listen-queue drop"."""
+    drops = _number(row, "listen_drops")
+    syns = _number(row, "client_syn_retrans")
+    return (f"{float(row['target_qps']):,.0f} qps: worst TAT {float(row['max_ms']):,.0f} ms, "
+            f"p99 {float(row['p99_ms']):,.0f} ms"
+            + (f", {int(syns)} SYN(s) retried" if syns is not None else "")
+            + (f", {int(drops)} SYN(s) dropped at LISTEN" if drops is not None else ""))
+
+
 def symptoms(row: pd.Series) -> dict[str, int] | None:
     """The seed's queue symptoms in one step: SYNs dropped at LISTEN (Linux's ListenDrops
     counts the listen-queue overflows too, so the larger of the two) and UDP receive-buffer
