@@ -216,9 +216,11 @@ def _require_quiet(*cells: tuple[Cell, float | None]) -> None:
                 cause=SETTING)
 
 
-CAPACITY_RULE = ("the capacity by the seed's criteria: the highest stair step with no "
-                 "continuing errors and TAT < 1 s that then held the 600 s burst (and the load "
-                 "during the function test, where one ran)")
+CAPACITY_RULE = ("the capacity by the seed's criteria: the highest load that held the stair "
+                 "(no continuing errors, TAT < 1 s) and the 600 s burst - the stair capacity, "
+                 "or when its burst failed the load the search below it found (seed: stair "
+                 "19,000, burst held at 18,000) - and the load during the function test, "
+                 "where one ran")
 
 
 @claim(
@@ -233,7 +235,9 @@ CAPACITY_RULE = ("the capacity by the seed's criteria: the highest stair step wi
                  "capacity, the stair did not end on its top step, its first failing step "
                  "was offered >= 95 % of its rate, capacity below {bound:.0%} of the "
                  "generator's ceiling measured in the run; and both capacities held their "
-                 "burst (and the function test's load where one ran)",
+                 "burst (at the stair capacity, or a load the search below it found to "
+                 "within {max_step:.0%} of the lowest load that failed) and the function "
+                 "test's load where one ran",
     fails_when="the ratio is above {ratio:.2f}+{band:.2f} (little or no drop) or below "
                "{ratio:.2f}-{band:.2f} (a collapse the seed did not see); or either capacity "
                "ends on a lone retried SYN (the failed load nearest above it failed only on "
@@ -295,7 +299,8 @@ def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
                  "burst (the seed's criteria: no continuing errors, TAT < 1 s, for 10 min), "
                  "and neither server CPU-bound there (< {cpu_bound:.0f} % of its cores busy: "
                  "the seed's tuning lifted limits of buffers and queues at 17 % CPU, and a "
-                 "CPU-bound capacity is a limit tuning those cannot move)",
+                 "CPU-bound capacity is a limit tuning those cannot move), read on a quiet "
+                 "machine (other processes <= 10 % of a core)",
     fails_when="tuning gives less than {low}x (no help) or more than {high}x (the untuned "
                "server failed for a reason the seed's did not, e.g. a tiny listen queue)",
     limits={"low": 1.2, "high": 2.0, "max_step": 0.05, "cpu_bound": CPU_BOUND_PCT},
