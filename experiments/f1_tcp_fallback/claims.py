@@ -189,6 +189,14 @@ def _seed_capacity(run: Run, cell: Cell, max_step: float) -> float:
     return found.qps
 
 
+def _searched(*cells: Cell) -> str:
+    """"; after/untuned: 4,070 qps (stair 4,400, whose burst failed; held after a search
+    below it)" for each cell whose capacity the burst search found ("" for none)."""
+    found = [(cell, seed_capacity(cell)) for cell in cells]
+    return "".join(f"; {cell.params.get('records')}/{cell.params.get('tuning')}: {f.words()}"
+                   for cell, f in found if f.searched and f.qps is not None)
+
+
 def _cpu_condition(verdict: Verdict, cells: list[Cell], rates: list[float]) -> list[str]:
     """A CPU-bound server said in the verdict's line (the seed's BIND: 17 % CPU); returns
     the CPU of each cell at its rate, in words (not read on a busy machine)."""
@@ -277,6 +285,7 @@ def test_capacity_drop(run: Run, verdict: Verdict, ratio: float, band: float,
             lone.append(f"{label(cell)} at {float(row['target_qps']):,.0f} qps")
     verdict.measured = (f"{before.params.get('server')}: {old:,.0f} -> {new:,.0f} qps "
                         f"(ratio {measured:.2f}), both held the burst; {cpu[0]} / {cpu[1]}"
+                        + _searched(before, after)
                         + (f"; {'; '.join(ends)}" if ends else ""))
     verdict.phrase = (f"capacity {old:,.0f} -> {new:,.0f} qps ({measured:.2f}x)"
                       + (", ended by a lone retried SYN" if lone else ""))
@@ -344,7 +353,7 @@ def test_tuning_helps(run: Run, verdict: Verdict, low: float, high: float,
     ratio = tuned / untuned
     verdict.measured = (f"{cells[0].params.get('server')}: {untuned:,.0f} -> {tuned:,.0f} qps "
                         f"({ratio:.2f}x), both held the burst; CPU {cpu['untuned']:.0f} % -> "
-                        f"{cpu['tuned']:.0f} %")
+                        f"{cpu['tuned']:.0f} %" + _searched(*cells))
     verdict.phrase = (f"tuning {untuned:,.0f} -> {tuned:,.0f} qps ({ratio:.1f}x), bursts held, "
                       f"CPU {cpu['tuned']:.0f} %")
     assert low <= ratio <= high, f"tuning changed the capacity {ratio:.2f}x"
