@@ -93,6 +93,17 @@ def stair_condition(run: Run, verdict: Verdict) -> None:
     if (float(step), float(seconds)) != (SEED_STEP_QPS, SEED_STEP_S):
         verdict.condition(f"stair +{float(step):,.0f} qps per {float(seconds):,.0f} s "
                           f"(seed: +{SEED_STEP_QPS:,}/min)")
+    burst_condition(run, verdict)
+
+
+SEED_BURST_S = 600  # the seed's burst: "10分間かけ続け"
+
+
+def burst_condition(run: Run, verdict: Verdict) -> None:
+    """A burst shorter than the seed's 10 minutes, said in the verdict's line."""
+    seconds = run.params.get("burst_s")
+    if seconds is not None and 0 < float(seconds) != SEED_BURST_S:
+        verdict.condition(f"burst {float(seconds):,.0f} s (seed: {SEED_BURST_S} s)")
 
 
 def _cell(run: Run, records: str, tuning: str) -> Cell:
@@ -631,6 +642,7 @@ def test_function_sync(run: Run, verdict: Verdict) -> None:
     """Judged per stair cell, every server's. A function test at a stair capacity whose
     burst failed (runs before the procedure skipped it there), or with no burst at all
     (SCALE=ci), is not the seed's and is not judged: the cell says why."""
+    burst_condition(run, verdict)
     parts: list[str] = []
     failures: list[str] = []
     unmet: list[tuple[str, str]] = []
