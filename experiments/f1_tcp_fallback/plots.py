@@ -74,6 +74,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     # a stair capacity whose 600 s burst failed is not the seed's capacity: hatched, and said;
     # the load the search below it found to hold the burst: a diamond
     found = [f1_derived.seed_capacity(c, with_function=False) for c in cells]
+    burst_s = int(float(run.params.get("burst_s") or 600))  # the run's (seed: 600 s)
     failed = [c.figure("burst_stair_passed", optional=True) is False
               or c.figure("burst_passed", optional=True) is False for c in cells]
     for bar, burst_failed in zip(bars, failed, strict=True):
@@ -84,7 +85,8 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     if held:
         ax.scatter([x for x, _ in held], [q for _, q in held], marker="D", s=70,
                    color=style.INK, zorder=3,
-                   label="the load that held the 600 s burst (search below the stair)")
+                   label=f"the load that held the {burst_s:,} s burst (search below the "
+                         "stair)")
     ax.bar_label(bars, labels=[f"{v:,.0f}" + (
         f"\nburst held at {f.qps:,.0f}" if burst_failed and f.searched and f.qps
         else "\nburst failed" if burst_failed else "")
@@ -118,7 +120,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     handles = ax.get_legend_handles_labels()[0]
     if any(failed):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="//",
-                             label="the capacity failed its 600 s burst: the seed's "
+                             label=f"the capacity failed its {burst_s:,} s burst: the seed's "
                                    "capacity is lower"))
     if handles:
         ax.legend(handles=handles)
