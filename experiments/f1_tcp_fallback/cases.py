@@ -202,6 +202,8 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.latency-grows", PRESENT, f1(after=4400, after_kw={"search": FOUND_4070})),
     ("F1.latency-grows", ABSENT, f1(after=4400, after_kw={
         "search": FOUND_4070, "p99_ms": ONE_RETRIED_SYN["p99_ms"]})),
+    ("F1.latency-grows", REVERSED, f1(after=4400, after_kw={
+        "search": FOUND_4070, "p99_ms": {float(r): 20.0 for r in range(0, 40001, 200)}})),
     ("F1.latency-grows", UNMET_SETTING, f1(after=4400, after_kw={"search": FOUND_NOTHING})),
     ("F1.tcp-share", PRESENT, f1()),
     ("F1.tcp-share", ABSENT, f1(after_kw={"tcp_share": 0.10})),
@@ -232,6 +234,8 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                      after_kw={"search": FOUND_4070})),
     ("F1.function-sync", ABSENT, f1(function=(3, 2, True), after=4400,
                                     after_kw={"search": FOUND_4070})),
+    ("F1.function-sync", REVERSED, f1(function=(3, 0, True), after=4400,
+                                      after_kw={"search": FOUND_4070})),
     # nothing held anywhere: the procedure skipped every function test
     ("F1.function-sync", UNMET_SETTING, f1(function=(3, 3, True), search=FOUND_NOTHING)),
     ("F1.function-sync", ABSENT, f1(function=(3, 1, True))),
