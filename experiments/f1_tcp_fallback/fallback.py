@@ -14,9 +14,11 @@ Each cell first records what the server really sends: the TAC and APN names aske
 `zones.model` (what BIND 9.9/9.11 sent), in `responses.csv`; and the TCP share the query file
 would cause with this server (`predicted_tcp_share`: every distinct query of the file asked
 once over UDP, weighted by how often the file holds it). Then the stair runs (the coarse
-pass, then a fine pass around the knee), then (optional) a burst at the capacity and the
-function test at the load that held it (the seed's: stair and burst held; skipped after a
-failed burst, at the stair capacity when no burst runs).
+pass, then a fine pass around the knee), then (optional) a burst at the capacity, and when
+it fails the search below it for the load that holds the burst (short probe bursts, then the
+full burst at the load found: the seed's capacity is the load that held stair, burst,
+function test and soak), and the function test at the load that held (skipped when none
+held, at the stair capacity when no burst runs).
 
 The parts it drives: `experiments/responses.py` (answer sizes, truncated share),
 `experiments/dnsload.py` (the generator: build, command line, runner),
@@ -51,8 +53,10 @@ Files per cell (`cells/<cell-id>/`):
   `monitor/cores.csv`: with disjoint sets, each side's whole CPU use, softirq included, and
   whatever else the host ran there), `server_cpus`, `generator_cpus`, `note` (a step whose
   worst TAT is a retried SYN says so)
-- `burst.csv` and `function-stairs.csv` (same columns, one row each) when BURST_S /
-  FUNCTION_S > 0 and a step passed; `function.csv` the function test's changes
+- `burst.csv` (same columns, one row per full burst: the stair capacity's, then each at a
+  load the search found) and `burst-probe.csv` (the search's probe bursts, phase `probe`)
+  when BURST_S > 0 and a step passed; `function-load.csv` (one row) when FUNCTION_S > 0 and
+  a load held; `function.csv` the function test's changes
 - `dnsload/stair-NN.jsonl` (`burst-01.jsonl`): the generator's raw output per step,
   `dnsload/stderr.log` its stderr and exit status per run; `monitor/<server node>.csv`,
   `monitor/client.csv`, `monitor/cores.csv`: 1 Hz node counters and per-core busy share
@@ -82,7 +86,13 @@ Files per cell (`cells/<cell-id>/`):
 - `udp_rcvbuf_errors`, `udp_in_errors`, `listen_overflows`, `listen_drops`,
   `req_q_full_drops`: server-node counter deltas over the whole stair; `client_syn_retrans`,
   `client_retrans_segs`: the client's
-- `burst_qps`, `burst_passed`, `burst_max_ms`, `burst_p99_ms` (burst only)
+- `burst_qps`, `burst_passed`, `burst_max_ms`, `burst_p99_ms`: the highest load that held a
+  full burst (the seed's capacity, the function test's load), else the stair capacity's
+  failed burst (`burst_passed` false);
+  `burst_stair_qps`, `burst_stair_passed`: the burst at the stair capacity;
+  `burst_search`: every full burst and probe in run order (`kind` burst|probe, `qps`,
+  `seconds`, `passed`, `max_ms`, `p99_ms`, `error_rate`, `reasons`), `burst_probes`,
+  `burst_search_resolution`: (lowest failing load above the held one - held) / held
 - `function_qps`, `function_passed`, `function_max_ms`, `function_changes`,
   `function_synced`, `function_sync_max_s` (function test only); `function_skipped`: why
   it did not run (the burst at the capacity failed)
@@ -104,7 +114,8 @@ import dns.rdatatype
 import zones
 from dnslab import cpus, paths
 from dnslab.errors import LabError
-from dnslab.experiment import Run, allow_host_sysctls
+from dnslab.experiment import Cell, Run, allow_host_sysctls
+from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver, kind_param, merge_options
 from dnslab.sysctl import node_sysctls
@@ -309,25 +320,19 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
                                                    float(params["stair_step"])))
         cell.figures.update(stair_figures(results, recorder.rows))
         cap = cell.figures["capacity_qps"]
+        load = cap  # the function test's load: the stair capacity when no burst runs
         if float(params["burst_s"]) > 0 and cap:
-            bursts = StepRecorder(cell, lab, node, nodes.client, name="burst", runner=runner,
-                                  max_tat_ms=float(params["max_tat_ms"]))
-            res = stairs.burst(runner, gen, cap, float(params["burst_s"]), criteria(params))
-            bursts(res)
-            cell.figures.update({"burst_qps": cap, "burst_passed": res.passed,
-                                 "burst_max_ms": res.measure.max_ms,
-                                 "burst_p99_ms": res.measure.p99_ms})
-        # the seed ran the function test at the load that held stair *and* burst: after a
-        # failed burst that load is lower by an amount this run did not measure, so the test
-        # is skipped (and said); with no burst (BURST_S=0) it runs at the stair capacity
-        held = cell.figures.get("burst_passed", True)
-        if float(params.get("function_s", 0)) > 0 and cap and not held:
+            cell.figures.update(run_burst(cell, lab, node, nodes.client, runner, gen, cap))
+            load = cell.figures["burst_qps"] if cell.figures["burst_passed"] else None
+        # the seed ran the function test at the load that held stair *and* burst: when no
+        # load held (the burst and the search below it failed) it is skipped (and said)
+        if float(params.get("function_s", 0)) > 0 and cap and load is None:
             cell.figures["function_skipped"] = (
-                f"the {cap:,.0f} qps burst failed: the function test runs only at a load that "
-                "held stair and burst")
-        elif float(params.get("function_s", 0)) > 0 and cap:
+                f"the {cap:,.0f} qps burst failed and the search below it found no load that "
+                "held: the function test runs only at a load that held stair and burst")
+        elif float(params.get("function_s", 0)) > 0 and load:
             step, changes = stairs.function(
-                runner, gen, cap, float(params["function_s"]),
+                runner, gen, load, float(params["function_s"]),
                 lambda: sync_changes(lab, node, function_zone, zone.fqdn,
                                      int(params["function_changes"]),
                                      float(params["function_timeout_s"]),
@@ -338,12 +343,46 @@ def run_cell(run: Run, nodes: MobileNodes, server: str, records: str, tuning: st
             write_rows(cell.path / "function.csv", FUNCTION_COLUMNS, changes)
             synced = [c["sync_s"] for c in changes if c["ok"]]
             cell.figures.update({
-                "function_qps": cap, "function_passed": step.passed,
+                "function_qps": load, "function_passed": step.passed,
                 "function_max_ms": step.measure.max_ms, "function_changes": len(changes),
                 "function_synced": len(synced),
                 "function_sync_max_s": max(synced) if synced else None})
         if not lab.alive(node):
             raise LabError(f"{node} exited during the load", hint=f"its log: {lab.log(node)}")
+
+
+def run_burst(cell: Cell, lab: Lab, node: str, client: str, runner: DnsloadRunner,
+              gen: DnsloadGenerator, capacity: float) -> dict[str, Any]:
+    """The seed's burst (BURST_S) at the stair capacity and, when it fails, the search below
+    it for the load that holds it (`stairs.held_burst`: up to BURST_SEARCH_STEPS candidate
+    loads, down by DESCENT_FACTOR then bisected to FINE_SHARE, each a probe burst of
+    BURST_PROBE_S and, when that holds, the full burst). Full bursts go to `burst.csv`, probes
+    to `burst-probe.csv` (phase `probe`); the figures: the highest load that held a full burst
+    (`burst_qps`, `burst_passed` true) or, when none did, the stair capacity's failed burst
+    (`burst_passed` false); the stair capacity's own burst beside it (`burst_stair_qps`,
+    `burst_stair_passed`) and every step in run order (`burst_search`)."""
+    params = cell.run.params
+    max_tat = float(params["max_tat_ms"])
+    recorders = {kind: StepRecorder(cell, lab, node, client, name=name, runner=runner,
+                                    max_tat_ms=max_tat)
+                 for kind, name in (("burst", "burst"), ("probe", "burst-probe"))}
+    recorders["burst"].phase, recorders["probe"].phase = "burst", "probe"
+    found = stairs.held_burst(
+        runner, gen, capacity, float(params["burst_s"]), float(params["burst_probe_s"]),
+        int(params["burst_search_steps"]), criteria(params),
+        factor=float(params.get("descent_factor") or 0.8),
+        resolution=float(params["fine_share"]), floor=float(params.get("stair_floor") or 1),
+        before_step=lambda kind: recorders[kind].mark(),
+        on_step=lambda kind, res: recorders[kind](res))
+    held = found.held_qps
+    shown = next(r for r in found.bursts if r.target_qps == held) if held is not None \
+        else found.bursts[0]
+    resolution = found.resolution()
+    return {"burst_qps": shown.target_qps, "burst_passed": shown.passed,
+            "burst_max_ms": shown.measure.max_ms, "burst_p99_ms": shown.measure.p99_ms,
+            "burst_stair_qps": capacity, "burst_stair_passed": found.bursts[0].passed,
+            "burst_search": found.steps(), "burst_probes": len(found.probes),
+            "burst_search_resolution": None if resolution is None else round(resolution, 4)}
 
 
 def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
@@ -381,9 +420,13 @@ def tcp_fallback(run: Run) -> None:
     record_sets = list(params["records"])
     stair_cells = len(record_sets) * len(servers) * len(params["tunings"])
     ceiling_cells = len(record_sets) if params["ceiling"] else 0
-    # about 16 stair steps (coarse, failing, fine), the burst and the function test; a
-    # ceiling's geometric stair about 25 steps
-    stair_s = float(params["step_s"]) * 16 + float(params["burst_s"]) \
+    # about 16 stair steps (coarse, failing, fine), the burst (and, when it fails, the search
+    # below it: about half its candidates, each a probe and a full burst) and the function
+    # test; a ceiling's geometric stair about 25 steps
+    burst_s = float(params["burst_s"])
+    search_s = (float(params["burst_search_steps"]) / 2
+                * (float(params["burst_probe_s"]) + burst_s) if burst_s > 0 else 0.0)
+    stair_s = float(params["step_s"]) * 16 + burst_s + search_s \
         + float(params.get("function_s", 0)) + 60
     ceiling_s = float(params["ceiling_step_s"]) * 25 + 60
     run.plan(stair_cells + ceiling_cells,

@@ -65,38 +65,81 @@ def stair_rows(capacity: float, *, start: float = 2000, step: float = 200,
     return rows
 
 
+def _burst_row(step: int, rate: float, passed: bool, cpu: float | None, foreign: float,
+               tcp_share: float, drops: int, max_ms: float | None = None) -> list[Any]:
+    busy = "" if cpu is None else cpu
+    cores_busy = "" if cpu is None else min(cpu + foreign, 100.0)
+    worst = max_ms if max_ms is not None else (400.0 if passed else 3500.0)
+    return [step, rate, rate, rate * (1 if passed else 0.97), int(passed), worst, 120.0,
+            tcp_share, drops, "" if passed else "max TAT", 0, 0, drops, 0, 0, busy, cores_busy,
+            "" if cpu is None else "0"]
+
+
 def fallback_cell(server: str, records: str, tuning: str, capacity: float, *,
                   ceiling: float | None = 30000, figures: dict[str, Any] | None = None,
                   burst: bool | None = True, function: tuple[int, int, bool] | None = None,
                   cpu: float | None = 40.0, burst_drops: int = 0, histograms: bool = False,
-                  **stair: Any) -> CellData:
+                  search: list[tuple[str, float, bool]] | None = None,
+                  other_pct: float | None = None, **stair: Any) -> CellData:
     """A stair cell; `burst`: whether the capacity held the seed's 600 s burst (None: no
     burst ran, as at SCALE=ci; its `burst.csv` row has the server's `cpu` busy % and
-    `burst_drops` SYNs dropped); `function`: (changes, synced, load passed) of the function
-    test run at the capacity, as `fallback.py` records it (None: none ran); `histograms`:
-    each step keeps dnsload's raw output with its latency histogram
-    (`dnsload/stair-<step>.jsonl`), as the procedure does."""
+    `burst_drops` SYNs dropped); `search`: the steps of the search below a failed burst
+    (`burst` is then False), each (kind "probe"|"burst", qps, passed), as `fallback.py`
+    records them (`burst_qps` the highest full burst that held; the server's CPU there in
+    proportion to the rate); `function`: (changes, synced, load passed) of the function
+    test run at the load that held (the stair capacity without a search), as `fallback.py`
+    records it (None: none ran); `other_pct`: what other processes used while the cell ran
+    (% of a core, `monitor/cores.csv`; None: not recorded); `histograms`: each step keeps
+    dnsload's raw output with its latency histogram (`dnsload/stair-<step>.jsonl`), as the
+    procedure does."""
     figs = dict(figures or {})
     if ceiling is not None:
         figs["generator_ceiling_qps"] = ceiling
     rows = stair_rows(capacity, cpu=cpu, **stair)
     files = {"stair.csv": (STAIR_COLUMNS, rows)}
+    foreign, tcp_share = stair.get("foreign", 0.0), stair.get("tcp_share", 0.23)
+    load = capacity
+    if search is not None:
+        burst = False
     if burst is not None:
         figs.update({"burst_qps": capacity, "burst_passed": burst,
-                     "burst_max_ms": 400.0 if burst else 3500.0})
-        busy = "" if cpu is None else cpu
-        cores_busy = "" if cpu is None else min(cpu + stair.get("foreign", 0.0), 100.0)
-        files["burst.csv"] = (STAIR_COLUMNS, [[
-            1, capacity, capacity, capacity * (1 if burst else 0.97), int(burst),
-            400.0 if burst else 3500.0, 120.0, stair.get("tcp_share", 0.23), burst_drops,
-            "" if burst else "max TAT", 0, 0, burst_drops, 0, 0, busy, cores_busy,
-            "" if cpu is None else "0"]])
-    if function is not None:
+                     "burst_max_ms": 400.0 if burst else 3500.0,
+                     "burst_stair_qps": capacity, "burst_stair_passed": burst})
+        bursts = [_burst_row(1, capacity, burst, cpu, foreign, tcp_share, burst_drops)]
+        steps: list[dict[str, Any]] = [{"kind": "burst", "qps": capacity, "passed": burst,
+                                        "seconds": 600.0}]
+        probes = []
+        for kind, rate, passed in search or []:
+            steps.append({"kind": kind, "qps": rate, "passed": passed,
+                          "seconds": 600.0 if kind == "burst" else 120.0,
+                          "max_ms": 400.0 if passed else 3500.0})
+            share = None if cpu is None else cpu * rate / capacity
+            made = bursts if kind == "burst" else probes
+            made.append(_burst_row(len(made) + 1, rate, passed, share, foreign, tcp_share, 0))
+        held = [st["qps"] for st in steps if st["kind"] == "burst" and st["passed"]]
+        if held:
+            load = max(held)
+            figs.update({"burst_qps": load, "burst_passed": True, "burst_max_ms": 400.0})
+        elif search is not None:
+            load = None  # no function test without a load that held (runs before the
+            # search ran it at a capacity whose burst failed: `function` without `search`)
+        if search is not None:
+            figs.update({"burst_search": steps, "burst_probes": len(probes)})
+        files["burst.csv"] = (STAIR_COLUMNS, bursts)
+        if probes:
+            files["burst-probe.csv"] = (STAIR_COLUMNS, probes)
+    if other_pct is not None:
+        files["monitor/cores.csv"] = (["t", "other_pct"],
+                                      [[float(t), other_pct] for t in range(0, 60, 5)])
+    if function is not None and load is not None:
         changes, synced, passed = function
-        figs.update({"function_qps": capacity, "function_passed": passed,
+        figs.update({"function_qps": load, "function_passed": passed,
                      "function_max_ms": 300.0 if passed else 1060.0,
                      "function_changes": changes, "function_synced": synced,
                      "function_sync_max_s": 1.5})
+    elif function is not None:
+        figs["function_skipped"] = (f"the {capacity:,.0f} qps burst failed and the search "
+                                    "below it found no load that held")
     raw = ({f"dnsload/stair-{row[0]:02d}.jsonl": dnsload_output(
         row[1], capacity, worst_ms=row[5], tcp_share=row[7], seed=row[0]) for row in rows}
         if histograms else {})

@@ -20,6 +20,7 @@ from analysis import derived, style
 from analysis.plots import latency, plot
 from analysis.rundata import SETTING, NotApplicable, Run
 from dnslab.errors import LabError
+from experiments.f1_tcp_fallback import derived as f1_derived
 from experiments.f1_tcp_fallback.stairs import SEED_MAX_TAT_MS
 
 
@@ -58,7 +59,8 @@ SEED_TUNING_GAIN = 1.5  # seed 000's table: 12,000 -> 18,000 qps tuned, new reco
 @plot("capacity", title="Stair capacity by server, record set and tuning",
       caption="Highest stair step with no continuing errors and worst response time < 1 s "
               "(0: not even the first step passed); hatched: that load then failed the "
-              "seed's 600 s burst, so the capacity by the seed's criteria is lower. Black "
+              "seed's 600 s burst, so the capacity by the seed's criteria is lower; a "
+              "diamond: the load the search below it found to hold the burst. Black "
               "marks: the seed's effects scaled to this server's own capacities (after = half "
               "of before; tuned = 1.5x untuned).")
 def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
@@ -69,15 +71,27 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
               for c in cells]
     bars = ax.bar(range(len(cells)), values, width=0.6,
                   color=style.colors_for([c.params["tuning"] for c in cells]))
-    # a stair capacity whose 600 s burst failed is not the seed's capacity: hatched, and said
-    failed = [c.figure("burst_passed", optional=True) is False for c in cells]
+    # a stair capacity whose 600 s burst failed is not the seed's capacity: hatched, and said;
+    # the load the search below it found to hold the burst: a diamond
+    found = [f1_derived.seed_capacity(c, with_function=False) for c in cells]
+    burst_s = int(float(run.params.get("burst_s") or 600))  # the run's (seed: 600 s)
+    failed = [c.figure("burst_stair_passed", optional=True) is False
+              or c.figure("burst_passed", optional=True) is False for c in cells]
     for bar, burst_failed in zip(bars, failed, strict=True):
         if burst_failed:
             bar.set_hatch("//")
             bar.set_alpha(0.55)
-    ax.bar_label(bars, labels=[f"{v:,.0f}" + ("\nburst failed" if f else "")
-                               for v, f in zip(values, failed, strict=True)],
-                 fontsize=12, color=style.INK)
+    held = [(x, f.qps) for x, f in enumerate(found) if f.searched and f.qps is not None]
+    if held:
+        ax.scatter([x for x, _ in held], [q for _, q in held], marker="D", s=70,
+                   color=style.INK, zorder=3,
+                   label=f"the load that held the {burst_s:,} s burst (search below the "
+                         "stair)")
+    ax.bar_label(bars, labels=[f"{v:,.0f}" + (
+        f"\nburst held at {f.qps:,.0f}" if burst_failed and f.searched and f.qps
+        else "\nburst failed" if burst_failed else "")
+        for v, f, burst_failed in zip(values, found, failed, strict=True)],
+        fontsize=12, color=style.INK)
     if any(failed):
         ax.set_ylim(top=max(values, default=0.0) * 1.2 or 1.0)  # room for two-line labels
     ax.set_xticks(range(len(cells)), labels, fontsize=12)
@@ -106,7 +120,7 @@ def capacity(run: Run, ax: Axes, notes: list[str]) -> None:
     handles = ax.get_legend_handles_labels()[0]
     if any(failed):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="//",
-                             label="the capacity failed its 600 s burst: the seed's "
+                             label=f"the capacity failed its {burst_s:,} s burst: the seed's "
                                    "capacity is lower"))
     if handles:
         ax.legend(handles=handles)

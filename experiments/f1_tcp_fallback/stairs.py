@@ -223,6 +223,97 @@ def burst(run: Runner, gen: LoadGenerator, rate: float, duration: float,
     return run_step(run, gen, 1, rate, duration, criteria or Criteria())
 
 
+@dataclass
+class HeldBurst:
+    """The seed's burst at a stair capacity and, when it failed, the search below it: the
+    full bursts in the order they ran (the stair capacity's first), the probe bursts, and
+    every step as (kind, result) in run order."""
+
+    bursts: list[StepResult] = field(default_factory=list)
+    probes: list[StepResult] = field(default_factory=list)
+    order: list[tuple[str, StepResult]] = field(default_factory=list)
+
+    @property
+    def held_qps(self) -> float | None:
+        """The highest load that held a full burst (None: none did)."""
+        held = [r.target_qps for r in self.bursts if r.passed]
+        return max(held) if held else None
+
+    def resolution(self) -> float | None:
+        """How far above the held load the lowest failing load lies (probe or burst), as a
+        share of the held load: the capacity lies in [held, held x (1 + this)). None when
+        nothing held or nothing failed above it."""
+        held = self.held_qps
+        if held is None:
+            return None
+        above = [r.target_qps for _, r in self.order if not r.passed and r.target_qps > held]
+        return (min(above) - held) / held if above else None
+
+    def steps(self) -> list[dict[str, object]]:
+        """Every full burst and probe in the order they ran, as the cell's `burst_search`
+        figure keeps them."""
+        return [{"kind": kind, "qps": r.target_qps, "seconds": r.measure.seconds,
+                 "passed": r.passed, "max_ms": r.measure.max_ms, "p99_ms": r.measure.p99_ms,
+                 "error_rate": round(r.error_rate, 6), "reasons": "; ".join(r.reasons)}
+                for kind, r in self.order]
+
+
+def held_burst(run: Runner, gen: LoadGenerator, capacity_qps: float, burst_s: float,
+               probe_s: float, steps: int, criteria: Criteria | None = None, *,
+               factor: float = 0.8, resolution: float = 0.05, floor: float = 1.0,
+               before_step: Callable[[str], None] | None = None,
+               on_step: Callable[[str, StepResult], None] | None = None) -> HeldBurst:
+    """The seed's burst (`burst_s` at the stair capacity) and, when it fails, the search
+    below it for the load that holds it (the seed did so by hand: its tuned stair reached
+    19,000 qps, the burst failed there and held at 18,000). Up to `steps` candidate loads:
+    down by `factor` from the lowest failed load until a full burst holds (not under
+    `floor`), then bisection between the highest load that held and the lowest that failed,
+    until they are within `resolution` of the held load (at least 1 qps). Each candidate is
+    first offered for a probe burst of `probe_s`: a probe that fails ends the candidate (a
+    load that fails in `probe_s` fails the longer burst by the same rule); one that holds is
+    held for the full burst, which decides it (a probe no longer than the stair's step only
+    repeats a step the stair passed). `before_step(kind)` / `on_step(kind, result)` run around
+    every step, kind "burst" or "probe" (the recorders' counters and rows)."""
+    if not 0 < factor < 1:
+        raise LabError(f"descent factor {factor} is not between 0 and 1",
+                       hint="DESCENT_FACTOR=0.8 steps down by 20 % at a time")
+    crit = criteria or Criteria()
+    found = HeldBurst()
+
+    def offer(kind: str, rate: float, seconds: float) -> StepResult:
+        if before_step:
+            before_step(kind)
+        done = found.bursts if kind == "burst" else found.probes
+        res = run_step(run, gen, len(done) + 1, rate, seconds, crit)
+        done.append(res)
+        found.order.append((kind, res))
+        if on_step:
+            on_step(kind, res)
+        return res
+
+    failed = capacity_qps
+    if offer("burst", capacity_qps, burst_s).passed:
+        return found
+    for _ in range(steps):
+        held = found.held_qps
+        if held is None:
+            rate = float(math.floor(failed * factor))
+            if rate < max(floor, 1.0):
+                break
+        else:
+            if failed - held <= max(1.0, resolution * held):
+                break
+            rate = float(math.floor((held + failed) / 2))
+            if rate <= held:
+                break
+        if probe_s > 0 and not offer("probe", rate, probe_s).passed:
+            failed = rate
+            continue
+        if not offer("burst", rate, burst_s).passed:
+            failed = rate
+    return found
+
+
 def function(run: Runner, gen: LoadGenerator, rate: float, duration: float,
              changes: Callable[[], T], criteria: Criteria | None = None
              ) -> tuple[StepResult, T]:

@@ -321,8 +321,11 @@ def test_full_answer_judges_records_where_the_run_compared_them(tmp_path: Path) 
 
 def test_f1_judges_the_seeds_bind_and_names_it(tmp_path: Path) -> None:
     v = verdicts_of(f1()(tmp_path))
-    assert v["F1.capacity-drop"]["measured"] == ("bind916: 8,000 -> 4,000 qps (ratio 0.50), both "
-                                                 "held the burst; 40 % CPU / 40 % CPU")
+    assert v["F1.capacity-drop"]["measured"] == (
+        "bind916: 8,000 -> 4,000 qps (ratio 0.50), both held the burst; 40 % CPU / 40 % CPU; "
+        "before ended at 8,200 qps: worst TAT 1,500 ms, p99 500 ms, 0 SYN(s) retried, 0 SYN(s) "
+        "dropped at LISTEN; after ended at 4,200 qps: worst TAT 3,241 ms, p99 426 ms, 0 SYN(s) "
+        "retried, 5 SYN(s) dropped at LISTEN")
     assert v["F1.tcp-share"]["kind"] == CALIBRATION
 
 

@@ -263,7 +263,8 @@ def _cells_run(monkeypatch, done: set[str]) -> tuple[list[str], _PlannedRun]:
                         ran.append(f"server={server},records={records},tuning={tuning}"))
     params = {"records": ["before", "after"], "tunings": ["untuned", "tuned"], "ceiling": True,
               "seed": 1, "queries": 10, "truncating": 0.3, "client_bufsize": 4096,
-              "step_s": 60, "burst_s": 600, "function_s": 60, "ceiling_step_s": 20}
+              "step_s": 60, "burst_s": 600, "burst_search_steps": 6,
+              "burst_probe_s": 120, "function_s": 60, "ceiling_step_s": 20}
     run = _PlannedRun(params, done)
     fallback.tcp_fallback(run)  # type: ignore[arg-type]
     return ran, run
@@ -288,3 +289,54 @@ def test_a_resumed_tcp_fallback_skips_finished_cells(monkeypatch) -> None:
     ran, _ = _cells_run(monkeypatch, done)
     assert not done & set(ran)
     assert ran[0] == "server=bind916,records=before,tuning=tuned" and len(ran) == 7
+
+
+class _Recorder:
+    """Stands in for `StepRecorder` in `run_burst`: notes its file name, each mark and each
+    row (with the phase it had then)."""
+
+    made: list[_Recorder] = []
+
+    def __init__(self, cell: object, lab: object, node: str, client: str, name: str = "stair",
+                 **_: object) -> None:
+        self.name, self.phase, self.events = name, "coarse", ["mark"]
+        _Recorder.made.append(self)
+
+    def mark(self) -> None:
+        self.events.append("mark")
+
+    def __call__(self, result: stairs.StepResult) -> None:
+        self.events.append((self.phase, result.target_qps, result.passed))
+
+
+def test_run_burst_records_the_search_below_a_failed_burst(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from tests.unit.test_stairs import GEN, TiringServer
+
+    _Recorder.made = []
+    monkeypatch.setattr(fallback, "StepRecorder", _Recorder)
+    params = {"max_tat_ms": 1000, "burst_s": 600, "burst_probe_s": 120,
+              "burst_search_steps": 6, "descent_factor": 0.8, "fine_share": 0.05,
+              "stair_floor": 100, "max_error_rate": 0.001, "tat_stat": "max", "warmup_s": 5}
+    cell = SimpleNamespace(run=SimpleNamespace(params=params))
+    figures = fallback.run_burst(cell, object(), "sec", "client",  # type: ignore[arg-type]
+                                 TiringServer(capacity=2000, sustained=1700),
+                                 GEN, 2000.0)
+    assert figures["burst_stair_qps"] == 2000 and figures["burst_stair_passed"] is False
+    assert figures["burst_qps"] == 1700 and figures["burst_passed"] is True
+    assert figures["burst_search_resolution"] == pytest.approx(50 / 1700, abs=1e-4)
+    kinds = [(s["kind"], s["qps"], s["passed"]) for s in figures["burst_search"]]
+    # 120 s probes already fail above 1,700 here: a failed probe spares the full burst
+    assert kinds == [("burst", 2000.0, False), ("probe", 1600.0, True), ("burst", 1600.0, True),
+                     ("probe", 1800.0, False), ("probe", 1700.0, True), ("burst", 1700.0, True),
+                     ("probe", 1750.0, False)]
+    assert figures["burst_probes"] == sum(1 for k, *_ in kinds if k == "probe")
+    bursts, probes = _Recorder.made
+    assert (bursts.name, probes.name) == ("burst", "burst-probe")
+    # each step follows its own mark; rows carry their phase
+    assert all(e == "mark" for e in bursts.events[1::2])
+    assert [e[0] for e in probes.events if e != "mark"] == ["probe"] * figures["burst_probes"]
+    assert [e[1] for e in bursts.events if e != "mark"] == [
+        q for k, q, _ in kinds if k == "burst"]

@@ -271,3 +271,77 @@ def test_the_stair_descends_when_no_coarse_step_passes() -> None:
     coarse_and_fine(FakeServer(capacity=1700), GEN, phases, {**params, "stair_floor": 0},  # type: ignore[arg-type]
                     [2000.0, 3000.0])
     assert [p for p, _, _ in phases.seen] == ["coarse", "coarse"]
+
+
+class TiringServer(FakeServer):
+    """A server that holds `capacity` qps for a short step but only `sustained` qps for a
+    step longer than `long_s` (the seed's stair capacity whose 10-minute burst failed)."""
+
+    def __init__(self, capacity: float, sustained: float, long_s: float = 100) -> None:
+        super().__init__(capacity)
+        self.sustained, self.long_s = sustained, long_s
+
+    def __call__(self, argv: list[str]) -> str:
+        duration = float(argv[argv.index("-l") + 1])
+        limit = self.capacity if duration <= self.long_s else self.sustained
+        saved, self.capacity = self.capacity, limit
+        try:
+            return super().__call__(argv)
+        finally:
+            self.capacity = saved
+
+
+def _ran(server: FakeServer) -> list[tuple[float, float]]:
+    """(rate, seconds) of every step the server was offered, in order."""
+    return [(float(a[a.index("-Q") + 1]), float(a[a.index("-l") + 1])) for a in server.calls]
+
+
+def test_the_burst_holding_at_the_stair_capacity_runs_no_search() -> None:
+    server = TiringServer(capacity=2000, sustained=2000)
+    found = stairs.held_burst(server, GEN, 2000, 600, 60, 8)
+    assert found.held_qps == 2000 and found.probes == []
+    assert _ran(server) == [(2000, 600)]
+    assert [s["kind"] for s in found.steps()] == ["burst"]
+
+
+def test_a_failed_burst_searches_below_the_stair_capacity_for_the_load_that_holds() -> None:
+    # steps of a minute hold 2,000 qps, ten minutes only 1,700 (the seed: stair 19,000,
+    # burst held at 18,000): down by 0.8 to 1,600 (held), then bisected to 5 %
+    server = TiringServer(capacity=2000, sustained=1700)
+    seen: list[tuple[str, str]] = []
+    found = stairs.held_burst(server, GEN, 2000, 600, 60, 8, stairs.Criteria(warmup_s=0),
+                              before_step=lambda kind: seen.append(("before", kind)),
+                              on_step=lambda kind, r: seen.append(("after", kind)))
+    assert _ran(server) == [(2000, 600), (1600, 60), (1600, 600), (1800, 60), (1800, 600),
+                            (1700, 60), (1700, 600), (1750, 60), (1750, 600)]
+    assert found.held_qps == 1700 and found.resolution() == pytest.approx(50 / 1700)
+    assert not found.bursts[0].passed and [r.step for r in found.bursts] == [1, 2, 3, 4, 5]
+    # every step recorded, each after its own `before` mark
+    assert seen == [(w, k) for k in [kind for kind, _ in found.order]
+                    for w in ("before", "after")]
+    assert [s["kind"] for s in found.steps()] == [k for k, _ in found.order]
+
+
+def test_a_failing_probe_spares_the_full_burst() -> None:
+    server = TiringServer(capacity=1000, sustained=1000)  # short and long hold the same
+    found = stairs.held_burst(server, GEN, 2000, 600, 60, 10)
+    # 1,600 and 1,280 fail their probes (no full burst there), 1,024 too, 819 holds both
+    assert _ran(server)[:5] == [(2000, 600), (1600, 60), (1280, 60), (1024, 60), (819, 60)]
+    assert _ran(server)[5] == (819, 600)
+    held = found.held_qps
+    assert held is not None and held <= 1000
+    assert found.resolution() is not None and found.resolution() <= 0.05  # type: ignore[operator]
+
+
+def test_the_search_finding_nothing_keeps_the_failed_burst() -> None:
+    server = TiringServer(capacity=2000, sustained=10)
+    found = stairs.held_burst(server, GEN, 2000, 600, 60, 3, floor=100)
+    assert found.held_qps is None and found.resolution() is None
+    assert [r.target_qps for r in found.bursts] == [2000, 1600, 1280, 1024]
+    assert not any(r.passed for r in found.bursts)
+    # nothing under the floor is offered
+    assert len(stairs.held_burst(server, GEN, 110, 600, 60, 5, floor=100).bursts) == 1
+    # BURST_SEARCH_STEPS=0: the stair capacity's burst only
+    assert len(stairs.held_burst(server, GEN, 2000, 600, 60, 0).order) == 1
+    with pytest.raises(LabError, match="descent factor"):
+        stairs.held_burst(server, GEN, 2000, 600, 60, 3, factor=1.0)
