@@ -216,6 +216,19 @@ def write_zone(path: Path, params: dict[str, Any], seed: int) -> dict[str, Any]:
         return w.close()
 
 
+_BASE32HEX = np.frombuffer(b"0123456789abcdefghijklmnopqrstuv", dtype=np.uint8)
+
+
+def _base32hex(digests: np.ndarray) -> list[str]:
+    """Each row of 20 bytes as the 32 lower-case base32hex characters of an NSEC3 owner
+    label (RFC 4648 section 7; 160 bits are exactly 32 five-bit groups, so no padding).
+    `base64.b32hexencode` gives the same, one digest at a time and ~10x slower."""
+    groups = np.unpackbits(digests, axis=1).reshape(len(digests), 32, 5)
+    values = groups @ np.array([16, 8, 4, 2, 1], dtype=np.uint8)
+    text = _BASE32HEX[values].tobytes().decode()
+    return [text[i:i + 32] for i in range(0, len(text), 32)]
+
+
 class SignedWriter:
     """Writes the signed TLD (`signed: true`): the delegations batch by batch as the unsigned
     writer does, each with its DS, RRSIGs and NSEC3 counted where it is drawn; the NSEC3
@@ -350,15 +363,13 @@ class SignedWriter:
         chain = np.sort(np.frombuffer(bytes(self.hashes), dtype=f"S{HASH_RECORD}")).tobytes()
         count = len(chain) // HASH_RECORD
         soa_ttl = int(SOA_TIMERS.split()[-1])
-
-        def owner(i: int) -> str:
-            at = (i % count) * HASH_RECORD
-            return base64.b32hexencode(chain[at:at + 20]).decode().lower()
-
+        records = np.frombuffer(chain, dtype=np.uint8).reshape(count, HASH_RECORD)
         for start in range(0, count, BATCH):
             stop = min(start + BATCH, count)
             sigs = self._signatures(stop - start)
-            owners = [owner(i) for i in range(start, stop + 1)]  # and the next batch's first
+            # and the next batch's first (the first of all after the last)
+            rows = np.append(np.arange(start, stop), stop % count)
+            owners = _base32hex(records[rows, :20])
             out = []
             for i in range(start, stop):
                 kind = chain[i * HASH_RECORD + 20]
