@@ -47,10 +47,16 @@ class AxfrSize:
 
 
 def _records(zone: dns.zone.Zone) -> Iterator[dns.rrset.RRset]:
-    """Every record of `zone` as a one-record RRset: SOA, the rest in canonical order, SOA."""
+    """Every record of `zone` as a one-record RRset: SOA, the rest in canonical order, SOA.
+    BIND keeps NSEC3 records (and their RRSIGs) in a tree of their own, walked after the
+    zone's main tree: they come after every other name."""
     soa = zone.find_rrset(zone.origin, dns.rdatatype.SOA)
     yield soa
-    for name in sorted(zone.nodes):
+
+    def hashed(name: dns.name.Name) -> bool:
+        return zone.nodes[name].get_rdataset(dns.rdataclass.IN, dns.rdatatype.NSEC3) is not None
+
+    for name in sorted(zone.nodes, key=lambda name: (hashed(name), name)):
         for rdataset in zone.nodes[name].rdatasets:
             if name == zone.origin and rdataset.rdtype == dns.rdatatype.SOA:
                 continue

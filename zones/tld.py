@@ -82,7 +82,7 @@ SIGNED_APEX_RECORDS = 22
 BATCH = 16384
 # measured averages of the text format, used for the disk-space check
 BYTES_PER_RECORD = 49
-BYTES_PER_SIGNED_RECORD = 90
+BYTES_PER_SIGNED_RECORD = 75
 
 ALGORITHM = 13  # ECDSAP256SHA256, what ch. is signed with (module docstring)
 SIGNATURE_BYTES = 64  # an algorithm-13 signature: r and s of 32 bytes each (RFC 6605)
