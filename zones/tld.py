@@ -25,8 +25,8 @@ What .ch uses, and what is assumed:
   13 carries a 64-byte signature and a DNSKEY a 64-byte public key (RFC 6605).
 - NSEC3 with opt-out: assumed, not checked against the live zone (this machine has no route
   out to query ch. NSEC3PARAM). Opt-out is what large, partly signed TLDs use; with it the
-  default mix lands within a few % of the seed's 691 MB in 47,700 messages for 14 M records,
-  without it ~10 % over (see experiments/f3_xfr/NOTES.md).
+  xfr-tld mix carries the seed's 691 MB in 47,700 messages for 14 M records within ~1 %,
+  without it ~20 % more bytes (zones/axfr.py; experiments/f3_xfr/NOTES.md).
 - the signed share: SWITCH reports 6 % of .ch signed at the start of 2021, 35 % at its end
   (switch.ch news, 2022-01-06), and a 60 % target for the end of 2026; the seed's transfer
   (2024) is fitted with `ds_share` (experiments/f3_xfr/xfr-tld.yaml).
