@@ -3,8 +3,10 @@
 Each case runs in a child process (`--case NAME`) so its peak RSS (`ru_maxrss`) is its own.
 Output goes to a temporary folder that is removed afterwards (or `--out`, kept).
 
-    python -m bench.bench_zones            # 30k small zones + lists, TLD 1M, 3gpp, queries
-    python -m bench.bench_zones --full     # adds the 14 M-record TLD (~600 MB on disk)
+    python -m bench.bench_zones            # 30k small zones + lists, TLD 1M (unsigned and
+                                           # signed as xfr-tld's), 3gpp, queries
+    python -m bench.bench_zones --full     # adds the 14 M-record TLDs (~700 MB and ~1.2 GB)
+    python -m bench.bench_zones --case tld-14m-signed   # one case, JSON figures
 """
 
 from __future__ import annotations
@@ -23,8 +25,20 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-CASES = ["small-30k", "tld-1m", "3gpp-after", "mobile-queries", "internet-10k", "water-1m"]
-FULL_CASES = ["tld-14m"]
+CASES = ["small-30k", "tld-1m", "tld-1m-signed", "3gpp-after", "mobile-queries", "internet-10k",
+         "water-1m"]
+FULL_CASES = ["tld-14m", "tld-14m-signed"]
+XFR_TLD = Path(__file__).resolve().parent.parent / "experiments/f3_xfr/xfr-tld.yaml"
+
+
+def signed_tld_params() -> dict[str, Any]:
+    """xfr-tld's zone parameters (its signed .ch mix), records apart."""
+    import yaml
+
+    from experiments.f3_xfr.xfr_single import TLD_ZONE_PARAMS
+
+    params = yaml.safe_load(XFR_TLD.read_text())["params"]
+    return {key: params[key] for key in TLD_ZONE_PARAMS if key != "records"}
 
 
 def run_case(case: str, out: Path) -> dict[str, Any]:
@@ -46,8 +60,9 @@ def run_case(case: str, out: Path) -> dict[str, Any]:
         figures = {"items": 30_000, "unit": "zones", "generate_s": gen,
                    "bytes": zs.manifest["totals"]["bytes"]}
     elif case.startswith("tld-"):
-        records = {"tld-1m": 1_000_000, "tld-14m": 14_000_000}[case]
-        zs = zones.ensure("tld", {"records": records}, 1, out_root=out)
+        records = {"1m": 1_000_000, "14m": 14_000_000}[case.split("-")[1]]
+        signed = signed_tld_params() if case.endswith("-signed") else {}
+        zs = zones.ensure("tld", {"records": records, **signed}, 1, out_root=out)
         figures = {"items": records, "unit": "records", "bytes": zs.manifest["totals"]["bytes"]}
     elif case == "3gpp-after":
         zs = zones.ensure("3gpp", {"profile": "after"}, 1, out_root=out)
@@ -112,6 +127,8 @@ def main() -> None:
         note = ""
         if case == "small-30k":
             note = f"generate {f['generate_s']:.2f} s + lab configs (target <= 10 s)"
+        elif case.startswith("tld-") and case.endswith("-signed"):
+            note = "xfr-tld's signed mix; RSS <= 500 MB"
         elif case.startswith("tld-"):
             note = "target >= 1,000,000 records/s, RSS <= 500 MB"
         elif "truncated_share" in f:

@@ -63,12 +63,17 @@ def tld(
     origin: Annotated[str, typer.Option(help="the TLD's name")] = "test",
     glue_share: Annotated[float, typer.Option(help="share of delegations with glue")] = 0.1,
     ds_share: Annotated[float, typer.Option(help="share of delegations with DS")] = 0.25,
+    aaaa_share: Annotated[float, typer.Option(help="share of glued ones with AAAA too")] = 0.0,
+    signed: Annotated[bool, typer.Option(help="DNSSEC-signed (DNSKEY, RRSIG, NSEC3)")] = False,
+    nsec3_optout: Annotated[bool, typer.Option(help="NSEC3 over signed delegations only")] = True,
     seed: Seed = 1,
     out_root: OutRoot = None,
 ) -> None:
-    """A TLD-scale zone of delegations (NS, in-bailiwick glue, DS)."""
+    """A TLD-scale zone of delegations (NS, in-bailiwick glue, DS), signed with --signed
+    (xfr-tld's zone: --signed --ds-share 0.35 --aaaa-share 0.5 --records 14000000)."""
     _ensure("tld", {"records": records, "origin": origin, "glue_share": glue_share,
-                    "ds_share": ds_share}, seed, out_root)
+                    "ds_share": ds_share, "aaaa_share": aaaa_share, "signed": signed,
+                    "nsec3_optout": nsec3_optout}, seed, out_root)
 
 
 def _epc_params(profile: str, mcc: str, mnc: str, **counts: int | None) -> dict[str, Any]:

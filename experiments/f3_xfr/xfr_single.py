@@ -25,6 +25,9 @@ from dnslab.wait import WaitTimeout, wait_until
 from experiments.f3_xfr.derived import transfer_log_error, transfer_log_time
 from experiments.f3_xfr.xfr import Ends, check_secondaries, ends, wait_primary_serves
 
+# the experiment's parameters that shape the TLD zone (zones/tld.py), records to aaaa_share
+TLD_ZONE_PARAMS = ("records", "signed", "nsec3_optout", "ds_share", "glue_share", "aaaa_share")
+
 
 def _first_authoritative_soa(lab: Lab, client: str, secondary: str, zone: str, poll_s: float,
                              timeout_s: float) -> tuple[float | None, float | None]:
@@ -161,7 +164,8 @@ def _single_zone_cells(run: Run, zone_ref: ZoneRef, records: int, load_timeout: 
 def tld(run: Run) -> None:
     """xfr-tld: AXFR of a TLD-scale zone into a cold secondary, repeated."""
     params = run.params
-    zone_set = zones.ensure("tld", {"records": params["records"]}, seed=params["seed"])
+    zone_set = zones.ensure("tld", {key: params[key] for key in TLD_ZONE_PARAMS},
+                            seed=params["seed"])
     zone = zone_set.zones[0]
     _single_zone_cells(run, ZoneRef(zone.fqdn, zone.path), zone_set.manifest["totals"]["records"],
                        params["timeout_s"], "transfer-log")
