@@ -386,20 +386,20 @@ def run_burst(cell: Cell, lab: Lab, node: str, client: str, runner: DnsloadRunne
 
 
 def usable_servers(run: Run, nodes: MobileNodes) -> list[str]:
-    """SERVERS, checked; `bind916` (BIND 9.16 from its image) is dropped with a note when its
-    image cannot be had and SERVERS is the experiment's default, and is an error when asked
-    for by name."""
+    """SERVERS, checked; a version other than its kind's default (bind@9.16: another suite's
+    image or root file system) is dropped with a note when it cannot be had here and SERVERS
+    is the experiment's default, and is an error when asked for by name."""
     params = run.params
     check_choice("servers", params["servers"], nodes.servers)
     servers = list(params["servers"])
-    if "bind916" in servers and servers == list(run.spec.params["servers"]):
-        try:
-            run.prepare_nodes([nodes.servers["bind916"]])
-        except LabError as exc:
-            servers.remove("bind916")
-            run.writer.record("servers_skipped", {"bind916": exc.message})
-            print(f"tcp-fallback: bind916 skipped ({exc.message}); `make images` builds it",
-                  file=sys.stderr)
+    if servers == list(run.spec.params["servers"]):
+        for server in [s for s in servers if run.topology.node(nodes.servers[s]).versioned]:
+            try:
+                run.prepare_nodes([nodes.servers[server]])
+            except LabError as exc:
+                servers.remove(server)
+                run.writer.merge("servers_skipped", {server: exc.message})
+                print(f"tcp-fallback: {server} skipped ({exc.message})", file=sys.stderr)
     run.prepare_nodes([nodes.servers[s] for s in servers])
     return servers
 
