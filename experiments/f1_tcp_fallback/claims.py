@@ -45,6 +45,7 @@ from analysis.derived import GENERATOR_BOUND_SHARE, Stair, require_below_ceiling
 from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
 from dnslab.servers.manifest import ManifestError, kind_version
+from dnslab.topology import canonical
 from experiments.f1_tcp_fallback.derived import (
     CPU_BOUND_PCT,
     LONE_P99_SHARE,
@@ -66,6 +67,13 @@ from experiments.f1_tcp_fallback.stairs import MIN_OFFERED_SHARE as MIN_OFFERED
 SOURCE_TABLE = "seed 000, stair results table (BIND 9.9.4: old records / new untuned / tuned)"
 
 
+def _as_in_cells(servers: list[str], names: list[str]) -> list[str]:
+    """`names` as the cells spell them: a name of a version matches a cell's other name of the
+    same version (`bind@9.16` the cells of an older run's `bind916`, `bind` `bind@9.18`)."""
+    key = {s: canonical(s) for s in servers}
+    return [next((s for s in servers if key[s] == canonical(name)), name) for name in names]
+
+
 def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
     """The cells (records, tuning) of one server, the same for every pair: the first of the
     run's SEED_SERVERS (experiment data; a run from before it existed: its SERVERS) that has
@@ -73,7 +81,8 @@ def _cells(run: Run, *pairs: tuple[str, str]) -> list[Cell]:
     # `server=ceiling` cells are the load generator against a canned responder, not a server
     servers = sorted({str(c.params.get("server")) for c in run.cells
                       if "records" in c.params and c.params.get("server") != "ceiling"})
-    judged = [str(s) for s in run.params.get("seed_servers") or run.params.get("servers") or []]
+    judged = _as_in_cells(servers, [str(s) for s in run.params.get("seed_servers")
+                                    or run.params.get("servers") or []])
     ordered = [s for s in judged if s in servers] + (
         servers if len(servers) == 1 and servers[0] not in judged else [])
     for server in ordered:
@@ -490,7 +499,9 @@ def _full_answer_server(run: Run) -> str:
     SEED_SERVERS (a per-version view: that version) with answer sizes, and one that still
     fills the additional section (BIND before 9.18.33 / 9.20.5: CVE-2024-11187's fix stops it
     above 13 records), else not applicable (setting)."""
-    named = [str(s) for s in run.params.get("seed_servers") or run.params.get("servers") or []]
+    servers = sorted({str(c.params.get("server")) for c in run.cells if "server" in c.params})
+    named = _as_in_cells(servers, [str(s) for s in run.params.get("seed_servers")
+                                   or run.params.get("servers") or []])
     sized = [s for s in named if any(c.figure("tac_tcp_size", optional=True) is not None
                                      for c in run.cells_where(server=s))]
     require(bool(sized), f"no cell of {', '.join(named) or 'any server'} with answer sizes",

@@ -138,16 +138,19 @@ def bind916_image():
 
 
 def test_bind916_from_its_image_fills_the_additional_section(results, runtime, bind916_image):
-    """The netns runtime runs the image node sec-bind916 from the image's file system: the
-    server under test really is BIND 9.16, and its TAC answer holds every record of the
-    modelled full response (the additional section the seed's BIND sent), while the TCP share
-    is unchanged (the answer was truncated over UDP either way). As a secondary it compresses
-    less than the model (seen: 17,907 B for the 14,616 B modelled), so bytes are a floor."""
+    """SERVERS=bind@9.16,bind@9.20: the run adds a BIND 9.20 secondary beside the mobile lab's
+    BIND 9.16 (clab: each version's image; netns: each one's root file system). The server
+    under test really is each version; 9.16's TAC answer holds every record of the modelled
+    full response (the additional section the seed's BIND sent), 9.20's none (CVE-2024-11187's
+    fix), while the TCP share is the same (the answer was truncated over UDP either way), and
+    the claims are judged per version. As a secondary 9.16 compresses less than the model
+    (seen: 17,907 B for the 14,616 B modelled), so bytes are a floor."""
     run = experiment.run_experiment("tcp-fallback", [
-        "SCALE=ci", f"RUNTIME={runtime}", "SERVERS=bind916", "RECORDS=before", "TUNINGS=tuned",
-        "STAIR_STOP=200"])
-    analysed(run)
-    f = cell_figures(run)["server=bind916,records=before,tuning=tuned"]
+        "SCALE=ci", f"RUNTIME={runtime}", "SERVERS=bind@9.16,bind@9.20", "RECORDS=before",
+        "TUNINGS=tuned", "STAIR_STOP=200"])
+    summary = analysed(run)
+    figures = cell_figures(run)
+    f = figures["server=bind@9.16,records=before,tuning=tuned"]
     assert f["server_version"].startswith("9.16."), f["server_version"]
     assert f["tac_udp_truncated"] is True
     assert f["tac_tcp_size"] >= f["tac_model_size"] > 3 * 4096
@@ -156,9 +159,20 @@ def test_bind916_from_its_image_fills_the_additional_section(results, runtime, b
     assert f["apn_tcp_additional"] == f["apn_model_additional"]
     assert f["tcp_share"] == pytest.approx(f["predicted_tcp_share"], abs=0.03)
     assert f["capacity_qps"] == 200 and f["function_synced"] == f["function_changes"] == 6
+    new = figures["server=bind@9.20,records=before,tuning=tuned"]
+    assert new["server_version"].startswith("9.20."), new["server_version"]
+    assert new["tac_tcp_answer"] == f["tac_tcp_answer"] and new["tac_tcp_additional"] == 1
+    assert new["tcp_share"] == pytest.approx(f["tcp_share"], abs=0.03)
     meta = read_meta(run.path)
-    assert meta["images"] == {"sec-bind916": "dnslab/bind9:9.16.50-1-deb11u2"}
-    cell = read_cell(run.path / "cells" / "server=bind916,records=before,tuning=tuned")
+    assert meta["images"] == {"sec-bind916": "dnslab/bind9:9.16.50-1-deb11u2",
+                              "sec-bind920": "dnslab/bind9:9.20.30-1-deb13u1"}
+    assert {meta["node_versions"][n]["runs"] for n in ("sec-bind916", "sec-bind920")} == {
+        "bind@9.16", "bind@9.20"}
+    by_version = {k: {v["claim_id"]: v["status"] for v in vs}
+                  for k, vs in summary["verdicts_by_version"].items()}
+    assert list(by_version) == ["bind@9.16", "bind@9.20"]
+    assert by_version["bind@9.20"]["F1.full-answer"] == "not_applicable"
+    cell = read_cell(run.path / "cells" / "server=bind@9.16,records=before,tuning=tuned")
     # 9.16 has no socket buffer options: the tuned cell sets only what it knows
     assert set(cell["params"]["server_options"]) >= {"tcp-clients", "tcp-listen-queue"}
     assert "udp-receive-buffer" not in cell["params"]["server_options"]
