@@ -19,6 +19,7 @@ from analysis.plots import latency
 from analysis.rundata import Cell, Run
 from dnslab.errors import LabError
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
+from experiments.f6_transport_cost import published
 
 TRANSPORTS = ("udp", "tcp", "dot", "doh")
 PERSISTENT = "persistent"
@@ -29,7 +30,8 @@ LABELS = {"udp": "UDP", "tcp": "TCP", "dot": "DoT", "doh": "DoH"}
 
 @dataclass(frozen=True)
 class SeedServer:
-    """One server of the seed at 8 clients (seed.yaml): its qps over UDP, TCP and TLS."""
+    """One server of the seed at 8 clients: its qps over UDP, TCP and TLS (the mean of its
+    runs, read from the source's CSVs: `published.py`), and those runs, losses and CPU."""
 
     name: str
     kind: str | None
@@ -38,6 +40,7 @@ class SeedServer:
     udp: float
     tcp: float
     tls: float | None
+    source: published.SourceServer
 
     def ratio(self, transport: str) -> float | None:
         other = self.tls if transport == "dot" else self.tcp if transport == "tcp" else None
@@ -46,18 +49,26 @@ class SeedServer:
 
 @cache
 def seed() -> tuple[SeedServer, ...]:
-    """The seed's servers and figures, as data: `seed.csv` beside this module, from
-    perfmeasurements_2018's results/bionic/<server>/test-{UDP,TCP,TLS}ct-1-16.csv, the row of
-    8 clients (the mean qps of 5 runs of 20 s; dnsdist's TCP: of the 2 runs that are not 0);
-    `kind` the lab's server kind of it (empty: none in the lab), `role` its role in the lab
-    (authoritative: a primary or secondary), `front_end` 1 for the front-end the seed's
-    summary excepts, `tls` empty where the server had none."""
+    """The seed's servers, as data: `seed.csv` beside this module names each (`kind` the
+    lab's server kind of it, empty: none in the lab; `role` its role (the seed's BIND
+    recursed through a static-stub root: a resolver, as the source's bind.conf); `front_end`
+    1 for the front-end the seed's summary excepts; `folder` its folder of the source's
+    results/bionic/; `threads` what its config set, empty: none, one per CPU); its figures
+    are the source's CSVs' (`published.source_server`): the mean qps of the runs at 8
+    clients, `tls` None where the server had none."""
     with open(Path(__file__).parent / "seed.csv") as handle:
-        return tuple(SeedServer(name=row["name"], kind=row["kind"] or None, role=row["role"],
-                                front_end=row["front_end"] == "1",
-                                udp=float(row["udp"]), tcp=float(row["tcp"]),
-                                tls=float(row["tls"]) if row["tls"] else None)
-                     for row in csv.DictReader(handle))
+        rows = list(csv.DictReader(handle))
+    found = []
+    for row in rows:
+        source = published.source_server(row["folder"],
+                                         int(row["threads"]) if row["threads"] else None)
+        udp, tcp, tls = (source.qps(t) for t in ("udp", "tcp", "dot"))
+        if udp is None or tcp is None:
+            raise ValueError(f"{row['folder']}: the source has no UDP or no TCP CSV")
+        found.append(SeedServer(name=row["name"], kind=row["kind"] or None, role=row["role"],
+                                front_end=row["front_end"] == "1", udp=udp, tcp=tcp, tls=tls,
+                                source=source))
+    return tuple(found)
 
 
 def is_front_end(run: Run, cell: Cell) -> bool:
