@@ -64,11 +64,24 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F6.tcp-cost", UNMET_SETTING, cost(trials=2)),
     ("F6.tcp-cost", UNMET_SETTING, cost(noerror=0.5)),  # SERVFAIL from an empty cache
     ("F6.tcp-cost", UNMET, cost(ceiling=False)),
-    # run 33b9's UDP: the servers' cores 74-91 % busy, the rate held by lost queries' timeouts
-    ("F6.tcp-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
-    ("F6.tls-cost", UNMET_SETTING, cost(busy={"udp": 80.0})),
-    # busy enough: judged
-    ("F6.tcp-cost", PRESENT, cost(busy={"udp": 92.0})),
+    # run 33b9's UDP: the servers' cores 74-91 % busy, ~96 % of the slots held by lost
+    # queries waiting out the timeout: the source's own regime (its CSVs: 71-79 % of the
+    # threads busy, 92-98 % of the UDP slots held), so judged
+    ("F6.tcp-cost", PRESENT, cost(busy={"udp": 80.0}, held={"udp": 0.96})),
+    ("F6.tls-cost", PRESENT, cost(busy={"udp": 74.0}, held={"udp": 0.96})),
+    # out of the source's regime: a server half busy while the generator was not full (the
+    # load held it: a setting) ...
+    ("F6.tcp-cost", UNMET_SETTING, cost(busy={"udp": 50.0})),
+    ("F6.tls-cost", UNMET_SETTING, cost(busy={"dot": 50.0})),
+    # ... or while the generator's cores were full (the machine's)
+    ("F6.tcp-cost", UNMET_MACHINE, cost(busy={"udp": 50.0}, generator_busy=97.0)),
+    # UDP with no query lost (5,000 really in flight where the source had ~80-400), or with
+    # nearly every slot held by one (a few dozen in flight), or TCP that lost queries
+    ("F6.tcp-cost", UNMET_SETTING, cost(held={"udp": 0.0})),
+    ("F6.tcp-cost", UNMET_SETTING, cost(held={"udp": 1.0})),
+    ("F6.tls-cost", UNMET_SETTING, cost(held={"dot": 0.6})),
+    # one thread on two cores, 45 % of them busy: its thread 90 % busy, in the regime
+    ("F6.tcp-cost", PRESENT, cost(busy={"udp": 45.0}, threads=1)),
     # the front-end's TCP above its UDP is the seed's exception, not judged here
     ("F6.tcp-cost", PRESENT, cost({"dnsdist": {"tcp": 2.0}})),
     ("F6.tls-cost", PRESENT, cost()),

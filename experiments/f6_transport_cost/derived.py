@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.plots import latency
-from analysis.rundata import Cell, Run
+from analysis.rundata import MACHINE, SETTING, Cell, Run
 from dnslab.errors import LabError
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from experiments.f6_transport_cost import published
@@ -101,12 +101,58 @@ def median_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> f
     return float(mine["qps"].astype(float).median()) if not mine.empty else None
 
 
-# the seed's figures are each server's capacity at 5,000 queries in flight: a figure is the
-# server's capacity when its cores were at least this busy (%) through the trials. Below it
-# something else held the rate: in run 33b9 every UDP trial lost ~48,000 queries to the
-# server's socket receive buffer, each holding its slot for the 2 s timeout, so 100-640
-# queries were really in flight and the cores 74-91 % busy, where TCP kept 5,000 at 97-100 %
-SATURATED_CORES_PCT = 90.0
+# how far a run may sit outside the source's regime and still be in it: its threads' busy
+# share this much (absolute) below the source's least busy (its own spread at 8 clients:
+# 71-79 %), its queries really in flight within this factor of the source's range over the
+# transport (UDP 1.6-8.1 % of the 5,000 slots, the rest held by lost queries; TCP, TLS all)
+REGIME_MARGIN = 0.05
+IN_FLIGHT_FACTOR = 2.0
+# a generator whose cores were this busy (%) was the limit of a server less busy than the
+# source's: the machine's (a core of its own for the generator, or a faster one)
+GENERATOR_FULL_PCT = 90.0
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The load the source's figures were measured under, from its own CSVs at 8 clients
+    (`published.py`): `busy_low`, the least busy of its servers whose thread count their
+    config set (Unbound and Knot Resolver, 4 threads: CPU / (100 x threads), over every
+    transport); `in_flight`, per transport, the range of the share of the 5,000 slots really
+    in flight, those not held by lost queries waiting out dnsperf's 5 s timeout (UDP
+    1.6-8.1 %: ~80-400 queries; TCP and TLS ~100 %). DoH, which the source did not run, is
+    held to TLS's."""
+
+    busy_low: float
+    busy_high: float
+    in_flight: dict[str, tuple[float, float]]
+
+    def in_flight_range(self, transport: str, factor: float = 1.0) -> tuple[float, float]:
+        low, high = self.in_flight.get(transport, self.in_flight["dot"])
+        return low / factor, min(1.0, high * factor)
+
+    def said(self, transport: str) -> str:
+        return (f"the source's servers {self.busy_low:.0%}-{self.busy_high:.0%} busy of their "
+                f"threads, {span(*self.in_flight_range(transport), digits=1)} of the "
+                f"{LABELS[transport]} slots really in flight")
+
+
+def span(low: float, high: float, digits: int = 0) -> str:
+    """"71-79 %"-style, one figure where both round to it."""
+    a, b = f"{low * 100:.{digits}f}", f"{high * 100:.{digits}f}"
+    return f"{a} %" if a == b else f"{a}-{b} %"
+
+
+@cache
+def source_regime() -> Regime:
+    """The source's regime (`Regime`), read from its CSVs."""
+    shares = [share for s in seed() for t in published.FILE_TRANSPORTS
+              if (share := s.source.busy_share(t)) is not None]
+    in_flight: dict[str, tuple[float, float]] = {}
+    for transport in published.FILE_TRANSPORTS:
+        found = [1 - s.source.runs[transport].held_share for s in seed()
+                 if transport in s.source.runs]
+        in_flight[transport] = (min(found), max(found))
+    return Regime(busy_low=min(shares), busy_high=max(shares), in_flight=in_flight)
 
 
 @dataclass(frozen=True)
@@ -129,6 +175,14 @@ class Measured:
     cores_busy_pct: float | None = None
     lost_share: float | None = None
     in_flight: float | None = None
+    # against the source's regime: the server's threads (the cell's `server_threads`, else
+    # one per core) and cores, its busy share of those threads, the share of the slots held
+    # by lost queries waiting out the timeout (lost x timeout / (seconds x in flight),
+    # the median trial's), the generator's cores' busy share (%)
+    threads: int | None = None
+    cores: int | None = None
+    held_share: float | None = None
+    generator_busy_pct: float | None = None
     # each trial's qps and its round (`trial`): a ratio's interval pairs the rounds
     values: tuple[float, ...] = ()
     rounds: tuple[int, ...] = ()
@@ -140,9 +194,31 @@ class Measured:
         return self.ceiling is not None and self.qps >= GENERATOR_BOUND_SHARE * self.ceiling
 
     @property
-    def below_capacity(self) -> bool:
-        """Its cores were less than SATURATED_CORES_PCT busy: not the server's capacity."""
-        return self.cores_busy_pct is not None and self.cores_busy_pct < SATURATED_CORES_PCT
+    def busy_share(self) -> float | None:
+        """Its cores' busy share as a share of its threads (the source's CPU / threads)."""
+        if self.cores_busy_pct is None:
+            return None
+        cores = self.cores or 1
+        return self.cores_busy_pct / 100 * cores / min(self.threads or cores, cores)
+
+    def out_of_regime(self, margin: float = REGIME_MARGIN) -> list[tuple[str, str]]:
+        """How the trials sat outside the source's regime (`source_regime`, `margin` either
+        side), each with what would bring it in: MACHINE or SETTING (empty: in it; a figure
+        a run did not record is not judged)."""
+        regime, misses = source_regime(), []
+        busy = self.busy_share
+        if busy is not None and busy < regime.busy_low - margin:
+            generator_full = (self.generator_busy_pct is not None
+                              and self.generator_busy_pct >= GENERATOR_FULL_PCT)
+            misses.append((f"its {self.threads or self.cores or 1} thread(s) {busy:.0%} busy "
+                           + (f"while the generator's cores were {self.generator_busy_pct:.0f} "
+                              "% busy" if generator_full else "(the load held it, not its "
+                              "CPU)"), MACHINE if generator_full else SETTING))
+        low, high = regime.in_flight_range(self.transport, IN_FLIGHT_FACTOR)
+        if self.held_share is not None and not low <= 1 - self.held_share <= high:
+            misses.append((f"{1 - self.held_share:.1%} of its slots really in flight, the rest "
+                           "held by lost queries waiting out the timeout", SETTING))
+        return misses
 
     @property
     def share_of_ceiling(self) -> float | None:
@@ -167,28 +243,46 @@ def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> M
                                    if completed else 0.0),
                     generator=str(mine["generator"].iloc[0]), ceiling=top,
                     values=tuple(float(v) for v in mine["qps"].astype(float)),
-                    rounds=tuple(int(r) for r in mine["trial"]), **_load_held(mine))
+                    rounds=tuple(int(r) for r in mine["trial"]),
+                    threads=_int_figure(cell, "server_threads"),
+                    cores=_int_figure(cell, "server_cores"),
+                    **_load_held(mine, float(run.params.get("timeout_s") or 0)))
 
 
-def _load_held(trials: pd.DataFrame) -> dict[str, float | None]:
+def _int_figure(cell: Cell, name: str) -> int | None:
+    found = cell.figure(name, optional=True)
+    return int(found) if found is not None else None
+
+
+def _load_held(trials: pd.DataFrame, timeout_s: float) -> dict[str, float | None]:
     """What the trials say of the load the server really had: its cores' median busy share,
-    the share of the queries lost, the median queries in flight (qps x mean latency)."""
+    the generator's, the share of the queries lost, the median share of the slots held by
+    lost queries (lost x timeout / (seconds x in flight)), the median queries in flight
+    (qps x mean latency)."""
     def median_of(values: pd.Series) -> float | None:
         found = pd.to_numeric(values, errors="coerce").dropna()
         return float(found.median()) if not found.empty else None
 
+    def column(name: str) -> pd.Series:
+        return pd.to_numeric(trials[name], errors="coerce")
+
     held: dict[str, float | None] = {"cores_busy_pct": None, "lost_share": None,
-                                     "in_flight": None}
+                                     "in_flight": None, "held_share": None,
+                                     "generator_busy_pct": None}
     if "server_cores_busy_pct" in trials:
         held["cores_busy_pct"] = median_of(trials["server_cores_busy_pct"])
+    if "generator_cores_busy_pct" in trials:
+        held["generator_busy_pct"] = median_of(trials["generator_cores_busy_pct"])
     if {"lost", "sent"} <= set(trials.columns):
-        sent = float(pd.to_numeric(trials["sent"], errors="coerce").sum())
-        lost = float(pd.to_numeric(trials["lost"], errors="coerce").sum())
+        sent = float(column("sent").sum())
+        lost = float(column("lost").sum())
         held["lost_share"] = lost / sent if sent else None
+    if {"lost", "run_time_s", "outstanding"} <= set(trials.columns) and timeout_s > 0:
+        share = (column("lost") * timeout_s / (column("run_time_s") * column("outstanding")))
+        found = median_of(share.clip(upper=1.0))
+        held["held_share"] = found
     if "avg_latency_ms" in trials:
-        held["in_flight"] = median_of(pd.to_numeric(trials["qps"], errors="coerce")
-                                      * pd.to_numeric(trials["avg_latency_ms"],
-                                                      errors="coerce") / 1000)
+        held["in_flight"] = median_of(column("qps") * column("avg_latency_ms") / 1000)
     return held
 
 
