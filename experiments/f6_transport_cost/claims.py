@@ -104,6 +104,14 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
     require(found.ceiling is not None,
             f"no generator ceiling for {LABELS[transport]} measured in this run",
             "a run that measures it (CEILING=true)", cause=SETTING)
+    assert found.ceiling is not None
+    require(not found.above_ceiling,
+            f"{server} over {LABELS[transport]} answered {found.qps:,.0f} qps, more than the "
+            f"ceiling cell's best round ({found.ceiling:,.0f} qps, {found.generator} against "
+            "dnsload serve on the server's cores): that is the responder's limit, the "
+            "generator's own is not measured",
+            "a ceiling the responder does not hold (SERVER_CPUS with more cores for it)",
+            cause=SETTING)
     require(not found.limited,
             f"generator-limited: {server} over {LABELS[transport]} answered "
             f"{found.qps:,.0f} qps, {found.share_of_ceiling:.0%} of the generator's ceiling "

@@ -101,6 +101,14 @@ def median_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> f
     return float(mine["qps"].astype(float).median()) if not mine.empty else None
 
 
+def best_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> float | None:
+    """The best round's answered qps: a generator's ceiling is what it can send, and a round
+    the machine disturbed says nothing of that (F5's ceiling, `analysis.derived.
+    paced_ceiling`, the same)."""
+    mine = frame[(frame["transport"] == transport) & (frame["mode"] == mode)]
+    return float(mine["qps"].astype(float).max()) if not mine.empty else None
+
+
 # how far a run may sit outside the source's regime and still be in it: its threads' busy
 # share this much (absolute) below the source's least busy (its own spread at 8 clients:
 # 71-79 %), its queries really in flight within this factor of the source's range over the
@@ -159,8 +167,8 @@ def source_regime() -> Regime:
 class Measured:
     """One server's figure over one transport: its median qps over `trials` trials (each
     trial's in `values`, of the rounds `rounds`), the share of its answers that were NOERROR,
-    the generator, and that generator's ceiling for the same load in the run (None: no
-    ceiling measured)."""
+    the generator, and that generator's ceiling for the same load in the run (the best
+    round against `dnsload serve`; None: no ceiling measured)."""
 
     server: str
     transport: str
@@ -189,9 +197,17 @@ class Measured:
 
     @property
     def limited(self) -> bool:
-        """Within GENERATOR_BOUND_SHARE of the generator's ceiling: it measured the
-        generator."""
-        return self.ceiling is not None and self.qps >= GENERATOR_BOUND_SHARE * self.ceiling
+        """Within GENERATOR_BOUND_SHARE of the generator's ceiling, not above it: it measured
+        the generator."""
+        return (self.ceiling is not None
+                and GENERATOR_BOUND_SHARE * self.ceiling <= self.qps <= self.ceiling)
+
+    @property
+    def above_ceiling(self) -> bool:
+        """Above the ceiling cell's best round: the ceiling ran closed loop against `dnsload
+        serve` on the server's cores, so it was that responder's limit, not the generator's,
+        and the generator's own is not known (F2's rule: the sink's limit)."""
+        return self.ceiling is not None and self.qps > self.ceiling
 
     @property
     def busy_share(self) -> float | None:
@@ -236,7 +252,7 @@ def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> M
         return None
     completed = float(mine["completed"].astype(float).sum())
     ceiling = ceiling_cell(run)
-    top = median_qps(trials(ceiling), transport, mode) if ceiling is not None else None
+    top = best_qps(trials(ceiling), transport, mode) if ceiling is not None else None
     return Measured(server=server, transport=transport,
                     qps=float(mine["qps"].astype(float).median()), trials=len(mine),
                     noerror_share=(float(mine["noerror"].astype(float).sum()) / completed

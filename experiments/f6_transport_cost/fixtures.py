@@ -63,11 +63,13 @@ def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
                        busy: dict[str, float] | None = None,
                        held: dict[str, float] | None = None,
                        generator_busy: float = 60.0, threads: int | None = None,
+                       ceiling_rounds: dict[str, tuple[float, float]] | None = None,
                        **kwargs: Any) -> Path:
     """Servers (`qps`: server -> transport -> median qps; a transport a kind does not serve
     is left out and recorded as not served), `trials` rounds each with a relative `spread`,
     the generator's ceiling per transport (`ceilings`, default CEILINGS; `ceiling=False`:
-    none measured), the servers on `server_cpus` of a 2-core machine, their cores 100 % busy
+    none measured; `ceiling_rounds`: a transport's two rounds where they differ), the servers
+    on `server_cpus` of a 2-core machine, their cores 100 % busy
     in every trial but over the transports `busy` gives (transport -> %); the share of the
     slots lost queries held over each transport (`held`, default the source's regime
     `HELD`), the generator's cores `generator_busy` % busy; the servers' `threads` (None:
@@ -76,8 +78,9 @@ def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
     top = {**CEILINGS, **(ceilings or {})}
     cells = []
     if ceiling:
-        rows = [_row(t, "persistent", transport, value, 20.0)
-                for t in (1, 2) for transport, value in top.items()]
+        rounds = {t: (v, v) for t, v in top.items()} | dict(ceiling_rounds or {})
+        rows = [_row(t, "persistent", transport, values[t - 1], 20.0)
+                for t in (1, 2) for transport, values in rounds.items()]
         cells.append(CellData({"phase": "ceiling", "responder": "dnsload serve -dot -doh",
                                "responder_node": "resolver"},
                               {f"ceiling_qps_{t}": v for t, v in top.items()},

@@ -28,17 +28,23 @@ def _legend(ax: Axes, colours: dict[str, Any], shown: list[derived.Measured]) ->
     if any(m.limited for m in shown):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="//",
                              label="generator-limited"))
-    if any(m.out_of_regime() and not m.limited for m in shown):
+    if any(m.above_ceiling for m in shown):
+        handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="..",
+                             label="above the ceiling cell (its responder's limit)"))
+    if any(m.out_of_regime() and not m.limited and not m.above_ceiling for m in shown):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="xx",
                              label="out of the source's regime"))
     ax.legend(handles=handles)
 
 
 def _hatch(*figures: derived.Measured) -> str | None:
-    """"//" when one is the generator's figure, "xx" when one is out of the source's regime
-    (`Measured.out_of_regime`), else plain."""
+    """"//" when one is the generator's figure, ".." when one is above the ceiling cell
+    (the responder's limit: the generator's own unknown), "xx" when one is out of the
+    source's regime (`Measured.out_of_regime`), else plain."""
     if any(m.limited for m in figures):
         return "//"
+    if any(m.above_ceiling for m in figures):
+        return ".."
     return "xx" if any(m.out_of_regime() for m in figures) else None
 
 
@@ -57,12 +63,14 @@ def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
 @plot("transport_qps", title="Answered queries per second per server and transport",
       caption="Bars: the median of each transport's trials (dots), closed loop with the run's "
               "connections and queries in flight; hatched: within 10 % of the generator's "
-              "own ceiling for that transport (its load against dnsload serve, same run, same "
-              "cores), so the bar is the generator's, not the server's; cross-hatched: out of "
+              "own ceiling for that transport (the best round of its load against dnsload "
+              "serve, same run, same cores), so the bar is the generator's, not the server's; "
+              "dotted: above that ceiling, which was then the responder's limit (the "
+              "generator's own unknown); cross-hatched: out of "
               "the source's regime (its CSVs at 8 clients: the server's threads at least 71 % "
               "busy, over UDP 92-98 % of the slots held by lost queries waiting out the "
-              "timeout, over TCP and TLS none). Short black lines: those ceilings; those "
-              "off the scale are given in the legend.")
+              "timeout, over TCP and TLS none). Short black lines: those ceilings (best "
+              "round); those off the scale are given in the legend.")
 def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = list(figures)
@@ -93,6 +101,8 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                 off_scale[transport] = m.ceiling
             said.append(f"{LABELS[transport]} {m.qps:,.0f}"
                         + (" (generator-limited)" if m.limited else
+                           " (above the ceiling cell: its responder's limit)"
+                           if m.above_ceiling else
                            " (out of the source's regime: " + "; ".join(
                                what for what, _ in m.out_of_regime()) + ")"
                            if m.out_of_regime() else ""))
@@ -145,7 +155,8 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                        edgecolor=style.INK if hatch else None)
                 said.append(f"{LABELS[transport]}/UDP {value:.2f}"
                             + {"//": " (generator-limited)",
-                               "xx": " (out of the source's regime)"}.get(hatch or "", ""))
+                               "xx": " (out of the source's regime)",
+                               "..": " (above the ceiling cell)"}.get(hatch or "", ""))
             seed = seeds[server].ratio(transport) if server in seeds else None
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
