@@ -196,10 +196,14 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
             "of its own" + (": " + "; ".join(skipped) if skipped else ""),
             "what each server's reason says", cause=combined_cause(unmet))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
-    parts = [said(server, transport, value, other, udp) for server, value, other, udp in judged]
+    for text in derived.seed_differences(run, [server for server, *_ in judged]):
+        verdict.condition(text)
+    parts = [said(derived.label(run, server), transport, value, other, udp)
+             for server, value, other, udp in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
-    figures = [ratio_figure(server, other, udp, low, high) for server, _, other, udp in judged]
+    figures = [ratio_figure(derived.label(run, server), other, udp, low, high)
+               for server, _, other, udp in judged]
     verdict.phrase = f"{LABELS[transport]}/UDP " + ", ".join(f.text() for f in figures)
     decide(verdict, *figures)
 
@@ -261,6 +265,8 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
             f"a machine with >= {min_cores} cores for the front-end besides the generator's "
             "(SERVER_CPUS)", cause=MACHINE)
     verdict.condition(cores_condition(run.meta, SEED_THREADS, server))
+    for text in derived.seed_differences(run, [server]):
+        verdict.condition(text)
     return server, *ratio(run, verdict, server, transport, min_trials, noerror, margin)
 
 
@@ -339,12 +345,16 @@ def _below(run: Run, verdict: Verdict, upper: str, lower: str, margin: float,
             + " figures are both its own" + (": " + "; ".join(skipped) if skipped else ""),
             "what each server's reason says", cause=combined_cause([e for _, e in unmet]))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
-    parts = [f"{server} {LABELS[lower]} {low.qps:,.0f} / {LABELS[upper]} {up.qps:,.0f} = "
-             f"{low.qps / up.qps:.2f}" for server, up, low in judged]
+    for text in derived.seed_differences(run, [server for server, *_ in judged]):
+        verdict.condition(text)
+    parts = [f"{derived.label(run, server)} {LABELS[lower]} {low.qps:,.0f} / "
+             f"{LABELS[upper]} {up.qps:,.0f} = {low.qps / up.qps:.2f}"
+             for server, up, low in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
     # lower / upper at most 1 - margin (DoH: up to 1 + 5 % of DoT)
-    figures = [ratio_figure(server, low, up, high=1 - margin) for server, up, low in judged]
+    figures = [ratio_figure(derived.label(run, server), low, up, high=1 - margin)
+               for server, up, low in judged]
     verdict.phrase = (f"{LABELS[lower]}/{LABELS[upper]} "
                       + ", ".join(f.text() for f in figures))
     decide(verdict, *figures)

@@ -309,6 +309,37 @@ def not_served(run: Run, server: str) -> dict[str, str]:
     return dict(found or {})
 
 
+def label(run: Run, server: str) -> str:
+    """The server as a verdict names it: its kind, "(resolver)" where a secondary's kind ran
+    as one through a static-stub (the cell's `answers_as`), as the seed ran BIND."""
+    cell = server_cells(run).get(server)
+    found = cell.figure("answers_as", optional=True) if cell is not None else None
+    return f"{server} (resolver)" if str(found or "").startswith("resolver (") else server
+
+
+def seed_differences(run: Run, servers: list[str]) -> list[str]:
+    """What the run set unlike the seed for these servers, each a few words: fewer threads
+    than the seed's config (the cores given), the timeout, the generators."""
+    said = []
+    for server in servers:
+        cell = server_cells(run).get(server)
+        if cell is None:
+            continue
+        seed_threads = cell.figure("seed_threads", optional=True)
+        threads = cell.figure("server_threads", optional=True)
+        if seed_threads and threads is not None and int(threads) < int(seed_threads):
+            said.append(f"{server} {int(threads)} thread(s) (seed {int(seed_threads)})")
+    timeout = run.params.get("timeout_s")
+    if timeout is not None and float(timeout) != published.TIMEOUT_S:
+        said.append(f"timeout {float(timeout):g} s (seed {published.TIMEOUT_S:g})")
+    generators = run.params.get("generators") or {}
+    others = sorted(t for t, g in generators.items() if g != "dnsperf" and t in ("udp", "tcp",
+                                                                                "dot"))
+    if others:
+        said.append(f"dnsload for {', '.join(LABELS[t] for t in others)} (seed: dnsperf)")
+    return said
+
+
 def server_cores(run: Run, server: str) -> int | None:
     cell = server_cells(run).get(server)
     found = cell.figure("server_cores", optional=True) if cell is not None else None

@@ -29,6 +29,7 @@ TOPOLOGY = {"name": "reference", "file": "reference.clab.yml",
             "nodes": {node: {"role": role, "server": kind} for kind, (node, role) in
                       NODES.items()} | {"client": {"role": "client", "server": "tools"}}}
 TLS = "TLSv1.3 TLS_AES_256_GCM_SHA384"
+SEED_THREADS = {"unbound": 4, "dnsdist": 4}  # the experiment file's `threads`
 # a 2-core machine's figures (the CI runs of 2026-11-26, rounded): server over each transport
 MACHINE_QPS = {"unbound": {"udp": 85000, "tcp": 78000, "dot": 50000, "doh": 26000},
                "dnsdist": {"udp": 44000, "tcp": 63000, "dot": 60000, "doh": 40000},
@@ -101,13 +102,16 @@ def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
             {"not_served": not_served, "server_node": node,
              "server_cores": len(cpus.parse(server_cpus)),
              "server_threads": threads or len(cpus.parse(server_cpus)),
+             "seed_threads": SEED_THREADS.get(server),
+             "answers_as": "resolver (static-stub)" if server == "bind" else role,
              **{f"tls_{t}": TLS for t in ("dot", "doh") if t in by_transport}},
             csv={"trials.csv": (ROW_HEADER, rows)}))
     machine = max(cpus.parse(server_cpus)) + 2
     run = write_run(root, "transport-cost", cells, topology=TOPOLOGY, cpus=machine,
                     params={"servers": list(qps), "transports": ["udp", "tcp", "dot", "doh"],
                             "trials": trials, "trial_s": 20, "clients": 8,
-                            "outstanding": 5000, "timeout_s": TIMEOUT_S}, **kwargs)
+                            "outstanding": 5000, "timeout_s": TIMEOUT_S,
+                            "generators": GENERATORS}, **kwargs)
     _placement(run, server_cpus)
     return run
 

@@ -15,6 +15,14 @@ server's. The server under test runs one worker per core it is given (benchmark_
 with its encrypted listeners (`Driver.transport_options`: the transports its manifest
 lists; the others are recorded as not served, with the reason) and room for every client
 connection.
+The seed's settings (`seed_settings`, the experiment file's parameters): `threads` per kind
+(the seed's configs: Unbound and Knot Resolver 4; never more than the cores given, the cell's
+`server_threads` beside `seed_threads`), `socket_buffer_kib` through each kind's own option
+(`Driver.socket_buffer_options`; none: `socket_buffer_bytes` 0) and dnsperf's `-b`; the
+host's rmem/wmem and netdev_max_backlog are host-wide on this kernel, read into the cell's
+`host_sysctls`, never set; `stub_resolvers`: a secondary's kind run as a resolver through a
+static-stub root to the primary (`Driver.stub_resolver_options`), as the seed ran BIND, its
+cell's `answers_as` saying so.
 
 `throughput` (transport-cost), cells in order:
 - `phase=ceiling` (unless `ceiling: false`): the generator's own ceiling for exactly the
@@ -167,6 +175,10 @@ def check_params(params: dict[str, Any]) -> dict[str, str]:
         if mode not in MODES:
             raise LabError(f"CONNECTIONS={mode} is not a connection mode",
                            hint="CONNECTIONS from: " + ", ".join(MODES))
+    for kind in params.get("stub_resolvers") or []:
+        driver(kind).stub_resolver_options(["."])  # a kind that cannot: one line, before
+    for kind in params.get("threads") or {}:
+        driver(str(kind))  # an unknown kind: one line, before any work
     for transport in params["transports"]:
         if transport not in generators:
             raise LabError(f"GENERATORS names no generator for {transport}",
@@ -186,7 +198,8 @@ def load_for(params: dict[str, Any], generators: dict[str, str], transport: str,
                 clients=int(params["clients"]), outstanding=int(params["outstanding"]),
                 seconds=float(params["trial_s"]), timeout_s=float(params["timeout_s"]),
                 rate=rate, doh_method=str(params.get("doh_method", "GET")),
-                histogram=bool(params.get("latency_histogram")))
+                histogram=bool(params.get("latency_histogram")),
+                socket_buffer_kib=int(params.get("socket_buffer_kib") or 0))
     if mode == "per-query":
         # one query per connection: each connection in flight holds a query through its
         # handshakes, so as many of them as the rate needs, at a rate they can keep
@@ -369,6 +382,45 @@ def _nodelay(lab: Lab, client: str, node: str, transports: list[str]) -> dict[st
     return {f"nodelay_{t}": value for t, value in found.items() if value is not None}
 
 
+HOST_SYSCTLS = ("net/core/rmem_default", "net/core/rmem_max", "net/core/wmem_default",
+                "net/core/wmem_max", "net/core/netdev_max_backlog")
+
+
+def host_sysctls() -> dict[str, int]:
+    """The host's socket-buffer and backlog sysctls, read (never set: host-wide on this
+    kernel), for the run to say how they differ from the seed's netsetup.sh."""
+    found = {}
+    for key in HOST_SYSCTLS:
+        path = Path("/proc/sys") / key
+        if path.exists():
+            found[key.replace("/", ".")] = int(path.read_text().split()[0])
+    return found
+
+
+def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNodes,
+                  cores: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The seed's settings for a server kind (the experiment file's `threads`,
+    `socket_buffer_kib`, `stub_resolvers`), as the kind's own options, and the figures that
+    say what was set: `server_threads` (never more than its cores), `seed_threads` (None:
+    one per CPU), `socket_buffer_bytes` (0: the kind has no option, or none asked),
+    `answers_as` (its role, or "resolver (static-stub)")."""
+    drv = driver(kind)
+    options: dict[str, Any] = {}
+    wanted = (params.get("threads") or {}).get(kind)
+    threads = min(int(wanted), cores) if wanted else cores
+    if wanted:
+        options = merge_options(options, drv.worker_options(threads))
+    size = int(params.get("socket_buffer_kib") or 0) * 1024
+    buffers = drv.socket_buffer_options(size) if size else {}
+    options = merge_options(options, buffers)
+    answers_as = nodes.topology.node(node).role
+    if kind in (params.get("stub_resolvers") or []) and answers_as == "secondary":
+        options = merge_options(options, drv.stub_resolver_options(["."]))
+        answers_as = "resolver (static-stub)"
+    return options, {"server_threads": threads, "seed_threads": int(wanted) if wanted else None,
+                     "socket_buffer_bytes": size if buffers else 0, "answers_as": answers_as}
+
+
 def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qfile: Path,
                generators: dict[str, str], placement: cpus.Placement,
                wan: dict[str, dict[str, float]]) -> None:
@@ -382,6 +434,9 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
                             drv.client_room_options(int(params["clients"])))
     if nodes.front_end(node):
         options["packet_cache"] = 2 * int(params["names"])  # answers from its cache
+    seed_options, settings = seed_settings(params, kind, node, nodes,
+                                           len(cpus.parse(placement.server)))
+    options = merge_options(options, seed_options)
     running = nodes.needed(node)
     cell_params = {"server": kind, "server_node": node,
                    "role": nodes.topology.node(node).role, "transports": transports,
@@ -406,6 +461,7 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
             **{f"tls_{t}": v for t, v in tls.items() if v}, **nodelay,
             "transports": transports, "not_served": not_served, "server_node": node,
             "server_cores": len(cpus.parse(placement.server)),
+            **settings, "host_sysctls": host_sysctls(),
             "warm_qps": round(warm.qps, 1), "warm_completed": warm.completed,
             "warm_noerror": warm.rcodes.get("NOERROR", 0),
             "rtt_ms": float(params.get("rtt_ms") or 0)})
