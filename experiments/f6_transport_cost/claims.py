@@ -208,6 +208,27 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
     decide(verdict, *figures)
 
 
+def _seed_runs(front_end: bool, transports: tuple[str, ...]) -> str:
+    """The source's runs behind each published figure (their range and count), the lost
+    queries of its UDP runs and its servers' CPU: the spread a speaker weighs the figure by."""
+    parts = []
+    for server in derived.seed():
+        if server.front_end != front_end:
+            continue
+        said = []
+        for transport in ("udp", *transports):
+            runs = server.source.runs.get(transport)
+            if runs is None:
+                continue
+            ran = [runs.qps[i] for i in runs.ran]
+            cpu = server.source.cpu.get(transport)
+            said.append(f"{LABELS[transport]} {min(ran):,.0f}-{max(ran):,.0f} ({len(ran)} runs"
+                        + (f", {runs.mean_lost:,.0f} lost a run" if runs.mean_lost >= 1
+                           else "") + (f", CPU {cpu.mean:.0f} %" if cpu else "") + ")")
+        parts.append(f"{server.name}: " + ", ".join(said))
+    return "the source's runs at 8 clients (qps): " + "; ".join(parts)
+
+
 def _seed_said(transport: str, front_end: bool) -> str:
     return ", ".join(f"{s.name} {s.ratio(transport):.2f}" for s in derived.seed()
                      if s.front_end == front_end and s.ratio(transport) is not None)
@@ -227,6 +248,7 @@ def _seed_said(transport: str, front_end: bool) -> str:
     fails_when="a server's TCP costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.30, "high": 0.60, **LIMITS},
     interval=True,
+    note=_seed_runs(False, ("tcp",)),
 )
 def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float, regime_margin: float) -> None:
@@ -248,6 +270,7 @@ def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: fl
     fails_when="a server's TLS costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.20, "high": 0.50, **LIMITS},
     interval=True,
+    note=_seed_runs(False, ("dot",)),
 )
 def test_tls_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float, regime_margin: float) -> None:

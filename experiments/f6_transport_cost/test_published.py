@@ -117,3 +117,14 @@ def test_the_published_bars_are_hand_entered_and_not_what_the_claims_use() -> No
            if abs(bar - figures[key]) > 0.03 * max(figures[key], 1)}
     assert off == {("Knot", "tcp"): 140000, ("Unbound", "tls"): 145000,
                    ("Knot", "udp"): 300000}
+
+
+def test_the_claims_note_each_figures_runs_as_the_csvs_have_them() -> None:
+    note = REGISTRY["F6.tcp-cost"].note
+    for folder in ("Unbound-release-1.7.0", "Knot-resolver-v2.3.0", "Bind9-v9_12_1"):
+        for transport in ("udp", "tcp"):
+            _, runs, _ = csv_mean(folder, transport)
+            ran = [q for q in runs if q > 0]
+            assert f"{FILES[transport]} {min(ran):,.0f}-{max(ran):,.0f} ({len(ran)} runs" in (
+                note.replace("DoT", "TLS"))
+    assert "19,104 lost a run, CPU 314 %" in note
