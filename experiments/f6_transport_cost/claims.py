@@ -124,7 +124,7 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
             "a load in the source's regime (TIMEOUT_S=5 as dnsperf's default, each server's "
             "socket buffers at 512 KiB, THREADS as the seed's configs; the generator on a core "
             "of its own where it was full)",
-            cause=combined_cause([NotApplicable("", cause=c) for _, c in misses]))
+            cause=MACHINE if misses and all(c == MACHINE for _, c in misses) else SETTING)
     return found
 
 
