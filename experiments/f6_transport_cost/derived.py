@@ -294,7 +294,10 @@ def _load_held(trials: pd.DataFrame, timeout_s: float) -> dict[str, float | None
         lost = float(column("lost").sum())
         held["lost_share"] = lost / sent if sent else None
     if {"lost", "run_time_s", "outstanding"} <= set(trials.columns) and timeout_s > 0:
-        share = (column("lost") * timeout_s / (column("run_time_s") * column("outstanding")))
+        # a lost query holds its slot for the timeout, or the rest of a trial shorter than it
+        seconds = column("run_time_s")
+        share = (column("lost") * seconds.clip(upper=timeout_s)
+                 / (seconds * column("outstanding")))
         found = median_of(share.clip(upper=1.0))
         held["held_share"] = found
     if "avg_latency_ms" in trials:

@@ -126,7 +126,7 @@ def test_the_seeds_settings_become_each_kinds_own_options() -> None:
     assert said["server_threads"] == 4 and options["server"]["num-threads"] == 4
     options, said = seed_settings(params, "bind", nodes.by_kind["bind"], nodes, 2)
     assert options == {"udp-receive-buffer": 524288, "udp-send-buffer": 524288,
-                       **driver("bind").stub_resolver_options(["."])}
+                       **driver("bind").stub_resolver_options(["example.test."])}
     assert said == {"server_threads": 2, "seed_threads": None, "socket_buffer_bytes": 524288,
                     "answers_as": "resolver (static-stub)"}
     options, said = seed_settings(params, "nsd", nodes.by_kind["nsd"], nodes, 1)

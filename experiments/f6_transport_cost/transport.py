@@ -21,8 +21,8 @@ The seed's settings (`seed_settings`, the experiment file's parameters): `thread
 (`Driver.socket_buffer_options`; none: `socket_buffer_bytes` 0) and dnsperf's `-b`; the
 host's rmem/wmem and netdev_max_backlog are host-wide on this kernel, read into the cell's
 `host_sysctls`, never set; `stub_resolvers`: a secondary's kind run as a resolver through a
-static-stub root to the primary (`Driver.stub_resolver_options`), as the seed ran BIND, its
-cell's `answers_as` saying so.
+static-stub zone (the queried one) to the primary (`Driver.stub_resolver_options`), as the
+seed ran BIND, its cell's `answers_as` saying so.
 
 `throughput` (transport-cost), cells in order:
 - `phase=ceiling` (unless `ceiling: false`): the generator's own ceiling for exactly the
@@ -400,7 +400,8 @@ def host_sysctls() -> dict[str, int]:
 def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNodes,
                   cores: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The seed's settings for a server kind (the experiment file's `threads`,
-    `socket_buffer_kib`, `stub_resolvers`), as the kind's own options, and the figures that
+    `socket_buffer_kib`, `stub_resolvers`: through a static-stub of the queried zone to the
+    primary), as the kind's own options, and the figures that
     say what was set: `server_threads` (never more than its cores), `seed_threads` (None:
     one per CPU), `socket_buffer_bytes` (0: the kind has no option, or none asked),
     `answers_as` (its role, or "resolver (static-stub)")."""
@@ -415,7 +416,10 @@ def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNod
     options = merge_options(options, buffers)
     answers_as = nodes.topology.node(node).role
     if kind in (params.get("stub_resolvers") or []) and answers_as == "secondary":
-        options = merge_options(options, drv.stub_resolver_options(["."]))
+        # the seed's stub was the root at a local authoritative server; the lab's root
+        # delegates to every secondary (this one too), so the stub is the queried zone at the
+        # primary, which serves it
+        options = merge_options(options, drv.stub_resolver_options([ZONE]))
         answers_as = "resolver (static-stub)"
     return options, {"server_threads": threads, "seed_threads": int(wanted) if wanted else None,
                      "socket_buffer_bytes": size if buffers else 0, "answers_as": answers_as}
