@@ -208,25 +208,15 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
     decide(verdict, *figures)
 
 
-def _seed_runs(front_end: bool, transports: tuple[str, ...]) -> str:
-    """The source's runs behind each published figure (their range and count), the lost
-    queries of its UDP runs and its servers' CPU: the spread a speaker weighs the figure by."""
-    parts = []
-    for server in derived.seed():
-        if server.front_end != front_end:
-            continue
-        said = []
-        for transport in ("udp", *transports):
-            runs = server.source.runs.get(transport)
-            if runs is None:
-                continue
-            ran = [runs.qps[i] for i in runs.ran]
-            cpu = server.source.cpu.get(transport)
-            said.append(f"{LABELS[transport]} {min(ran):,.0f}-{max(ran):,.0f} ({len(ran)} runs"
-                        + (f", {runs.mean_lost:,.0f} lost a run" if runs.mean_lost >= 1
-                           else "") + (f", CPU {cpu.mean:.0f} %" if cpu else "") + ")")
-        parts.append(f"{server.name}: " + ", ".join(said))
-    return "the source's runs at 8 clients (qps): " + "; ".join(parts)
+def _seed_runs(server: derived.SeedServer, transport: str) -> str:
+    """The source's runs behind a published ratio: each figure's range over its runs, in
+    kqps (the spread a speaker weighs the figure by)."""
+    said = []
+    for name in ("udp", transport):
+        runs = server.source.runs[name]
+        ran = [runs.qps[i] / 1000 for i in runs.ran]
+        said.append(f"{LABELS[name]} {min(ran):,.0f}-{max(ran):,.0f}k")
+    return f"{', '.join(said)}, {len(server.source.runs[transport].ran)} runs"
 
 
 def _seed_said(transport: str, front_end: bool) -> str:
@@ -238,7 +228,8 @@ def _seed_said(transport: str, front_end: bool) -> str:
     "F6.tcp-cost",
     title="Every server but the front-end answers 40-50 % as many queries over TCP as over UDP",
     published="TCP/UDP at 8 clients: " + ", ".join(
-        f"{s.name} {s.ratio('tcp'):.2f}" for s in derived.seed() if not s.front_end)
+        f"{s.name} {s.ratio('tcp'):.2f} ({_seed_runs(s, 'tcp')})" for s in derived.seed()
+        if not s.front_end)
     + "; " + SUMMARY,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(TCP)/qps(UDP) of every server but the front-end between {low} and {high} "
@@ -248,7 +239,6 @@ def _seed_said(transport: str, front_end: bool) -> str:
     fails_when="a server's TCP costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.30, "high": 0.60, **LIMITS},
     interval=True,
-    note=_seed_runs(False, ("tcp",)),
 )
 def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float, regime_margin: float) -> None:
@@ -259,7 +249,7 @@ def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: fl
     "F6.tls-cost",
     title="Every server but the front-end answers 30-40 % as many queries over TLS as over UDP",
     published="TLS/UDP at 8 clients (TLS 1.2): " + ", ".join(
-        f"{s.name} {s.ratio('dot'):.2f}" for s in derived.seed()
+        f"{s.name} {s.ratio('dot'):.2f} ({_seed_runs(s, 'dot')})" for s in derived.seed()
         if not s.front_end and s.tls) + "; " + SUMMARY,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(DoT)/qps(UDP) of every server but the front-end that serves DoT between "
@@ -270,7 +260,6 @@ def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: fl
     fails_when="a server's TLS costs far less (ratio above {high}) or far more (below {low})",
     limits={"low": 0.20, "high": 0.50, **LIMITS},
     interval=True,
-    note=_seed_runs(False, ("dot",)),
 )
 def test_tls_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
                   min_trials: int, noerror: float, regime_margin: float) -> None:
