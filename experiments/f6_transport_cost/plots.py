@@ -106,12 +106,12 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                            " (out of the source's regime: " + "; ".join(
                                what for what, _ in m.out_of_regime()) + ")"
                            if m.out_of_regime() else ""))
-        readings.append(f"{server}: " + ", ".join(said))
+        readings.append(f"{derived.label(run, server)}: " + ", ".join(said))
     ax.plot([], [], color="black", linewidth=2.5, label="generator's ceiling per transport")
     if off_scale:
         ax.plot([], [], linestyle="none", label="ceilings off this scale: " + ", ".join(
             f"{LABELS[t]} {v:,.0f}" for t, v in off_scale.items()))
-    ax.set_xticks(range(len(servers)), servers)
+    ax.set_xticks(range(len(servers)), [derived.label(run, s) for s in servers])
     ax.set_ylabel("answered queries (queries/s)")
     ax.yaxis.set_major_formatter(style.THOUSANDS)
     ax.set_ylim(0, tallest * 1.25)
@@ -166,10 +166,11 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                               for s in derived.seed() if s.kind))
                 seed_drawn = True
         if said:
-            readings.append(f"{server}: " + ", ".join(said))
+            readings.append(f"{derived.label(run, server)}: " + ", ".join(said))
     ax.axhline(1.0, color=style.MUTED, linestyle=":", linewidth=1.2,
                label="as many as over UDP")
-    ax.set_xticks(range(len(groups)), [g if g in servers else f"{g}\n(seed only)"
+    ax.set_xticks(range(len(groups)), [derived.label(run, g) if g in servers
+                                       else f"{g}\n(seed only)"
                                        for g in groups])
     ax.set_ylabel("queries/s over the transport / over UDP")
     _legend(ax, {f"{LABELS[t]}/UDP": colours[t] for t in transports},
