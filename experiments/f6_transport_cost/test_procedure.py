@@ -115,7 +115,7 @@ def test_the_seeds_settings_become_each_kinds_own_options() -> None:
     """Threads as the seed's configs, never more than the cores given; 512 KiB socket
     buffers through each kind's own option where it has one; a secondary's kind the seed ran
     as a resolver through a static-stub root, said in its cell."""
-    params = {"threads": {"unbound": 4, "bind": 0}, "socket_buffer_kib": 512,
+    params = {"threads": {"unbound": 4}, "socket_buffer_kib": 512,
               "stub_resolvers": ["bind"]}
     kinds = ["unbound", "bind", "nsd"]
     nodes = ServerNodes.of(topology.load("reference"), kinds)
