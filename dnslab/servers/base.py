@@ -240,6 +240,16 @@ class Driver:
         """Serve with `count` worker threads or processes (one per core it may use)."""
         return {}
 
+    def socket_buffer_options(self, size: int) -> dict[str, Any]:
+        """Its UDP sockets' receive and send buffers at `size` bytes, by its own option
+        (SO_RCVBUF/SO_SNDBUF, within the kernel's rmem_max/wmem_max); {}: it has none."""
+        return {}
+
+    def stub_resolver_options(self, zones: list[str]) -> dict[str, Any]:
+        """A secondary's kind run as a resolver instead: recursion through static-stub
+        `zones` to the lab's primary (F6's seed ran BIND so); a LabError where it cannot."""
+        raise self._not_for("stub resolver")
+
     def benchmark_options(self, cores: int) -> dict[str, Any]:
         """What every node of this kind gets before an experiment's own options, whoever
         brings the lab up (render.py): one worker per core the node is given and no

@@ -43,6 +43,12 @@ class Bind(Driver):
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"workers": count}
 
+    def socket_buffer_options(self, size: int) -> dict[str, Any]:
+        return {"udp-receive-buffer": size, "udp-send-buffer": size}
+
+    def stub_resolver_options(self, zones: list[str]) -> dict[str, Any]:
+        return {"static_stub": list(zones)}
+
     def payload_options(self, payload: int) -> dict[str, Any]:
         return {"max-udp-size": payload, "edns-udp-size": payload}
 

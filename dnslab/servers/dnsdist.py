@@ -19,6 +19,9 @@ class Dnsdist(Driver):
         # TCP worker threads (dnsdist's default is 10)
         return {"listeners": count, "tcp_threads": count}
 
+    def socket_buffer_options(self, size: int) -> dict[str, Any]:
+        return {"udp_socket_buffers": size}
+
     def listener_options(self, cpus: list[int] | None) -> dict[str, Any]:
         if cpus is None:
             return {"listeners": 1, "listen_options": ""}

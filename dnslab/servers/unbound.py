@@ -43,6 +43,9 @@ class Unbound(Driver):
     def worker_options(self, count: int) -> dict[str, Any]:
         return {"server": {"num-threads": count}}
 
+    def socket_buffer_options(self, size: int) -> dict[str, Any]:
+        return {"server": {"so-rcvbuf": size, "so-sndbuf": size}}
+
     def client_room_options(self, clients: int) -> dict[str, Any]:
         # incoming-num-tcp: connections per thread (TCP, DoT and DoH alike; default 10), each
         # with a 64 KB buffer

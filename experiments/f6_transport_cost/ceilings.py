@@ -21,7 +21,7 @@ EXPERIMENTS = ("transport-cost",)
 
 def rows(path: Path) -> list[dict[str, Any]]:
     """One row per server and transport it was measured over: `cell` ("server=<kind> <t>
-    (<generator>)"), `rate` (median answered qps), `ceiling` (the generator's median for
+    (<generator>)"), `rate` (median answered qps), `ceiling` (the generator's best round for
     the same load, None when the run skipped its ceiling), `share`, `lower_bound` (False:
     the ceiling ran closed loop, as fast as the responder answered) and the `placement`."""
     run = load_run(path)

@@ -16,7 +16,12 @@ is inconclusive, with the trials that would decide it.
 
 Every ratio claim needs both figures to be the server's: each below 90 % of its transport's
 generator ceiling measured in the run (`GENERATOR_BOUND_SHARE`), else "not applicable" with
-the figures, saying which transport measured the generator; and its answers NOERROR. The
+the figures, saying which transport measured the generator; its answers NOERROR; and its
+trials in the source's regime (`derived.source_regime`, from the source's CSVs at 8 clients:
+its servers' threads 71-79 % busy; over UDP 92-98 % of the 5,000 slots held by lost queries
+waiting out dnsperf's 5 s timeout, over TCP and TLS none), else "not applicable" with the
+figures: MACHINE where the server was less busy while the generator's cores were full,
+SETTING otherwise (the load, the timeout, the buffers). The
 seed's servers ran 4 threads on 2x8 cores; here each server has the cores the run gave it
 (said in the verdict). dnsdist's claims need at least two of them: its TCP and TLS
 connections go to worker threads of their own, which in the seed ran on 32 hardware threads
@@ -48,7 +53,7 @@ from analysis.rundata import Cell, NotApplicable, Run, combined_cause
 from analysis.stats import ratio_of_medians_interval
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
 from experiments.f6_transport_cost import derived
-from experiments.f6_transport_cost.derived import LABELS, PER_QUERY, PERSISTENT, Measured
+from experiments.f6_transport_cost.derived import LABELS, PER_QUERY, PERSISTENT, Measured, span
 
 SOURCE = ("seed 005: dnsprivacy.org, Initial Performance Measurements (Q1 2018), 8 clients, "
           "5,000 queries in flight, 5 x 20 s (perfmeasurements_2018, results/bionic)")
@@ -56,16 +61,27 @@ SUMMARY = "the follow-up page's summary of it: 'TCP 40-50 % of UDP (except dnsdi
 SEED_THREADS = 4
 GENERATOR_REMEDY = ("a generator that is not the limit: the load generator on a core of its "
                     "own (GENERATOR_CPUS), more of them, or a faster machine")
+_REGIME = derived.source_regime()
 PRECONDITION = ("both figures the server's: each below {bound:.0%} of its transport's "
                 "generator ceiling measured in the run, >= {min_trials} trials each, "
-                ">= {noerror:.0%} of the answers NOERROR")
-LIMITS = {"bound": GENERATOR_BOUND_SHARE, "min_trials": 3, "noerror": 0.99}
+                ">= {noerror:.0%} of the answers NOERROR; and each in the source's regime "
+                "(its CSVs at 8 clients): the server's threads busy at least "
+                f"{_REGIME.busy_low * 100:.0f} % (its 4-thread servers "
+                f"{span(_REGIME.busy_low, _REGIME.busy_high)}) less {{regime_margin:.0%}}, "
+                "its queries really in flight (the slots not held by lost queries waiting out "
+                "the timeout) within a factor "
+                f"{derived.IN_FLIGHT_FACTOR:g} of the source's over the transport (UDP "
+                f"{span(*_REGIME.in_flight['udp'], digits=1)}, TCP "
+                f"{span(*_REGIME.in_flight['tcp'], digits=1)}, TLS "
+                f"{span(*_REGIME.in_flight['dot'], digits=1)} of the 5,000)")
+LIMITS = {"bound": GENERATOR_BOUND_SHARE, "min_trials": 3, "noerror": 0.99,
+          "regime_margin": derived.REGIME_MARGIN}
 INTERVAL_RULE = ("; each ratio's 95 % bootstrap interval over the trials (paired by round) on "
                  "the band's side, one across its edge inconclusive")
 
 
 def server_figure(run: Run, server: str, transport: str, min_trials: int, noerror: float,
-                  mode: str = PERSISTENT) -> Measured:
+                  margin: float = derived.REGIME_MARGIN, mode: str = PERSISTENT) -> Measured:
     """A server's figure over a transport, once it is the server's: measured, enough
     trials, NOERROR answers, below its generator's ceiling (else "not applicable" with the
     figure)."""
@@ -88,25 +104,36 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
     require(found.ceiling is not None,
             f"no generator ceiling for {LABELS[transport]} measured in this run",
             "a run that measures it (CEILING=true)", cause=SETTING)
+    assert found.ceiling is not None
+    require(not found.above_ceiling,
+            f"{server} over {LABELS[transport]} answered {found.qps:,.0f} qps, more than the "
+            f"ceiling cell's best round ({found.ceiling:,.0f} qps, {found.generator} against "
+            "dnsload serve on the server's cores): that is the responder's limit, the "
+            "generator's own is not measured",
+            "a ceiling the responder does not hold (SERVER_CPUS with more cores for it)",
+            cause=SETTING)
     require(not found.limited,
             f"generator-limited: {server} over {LABELS[transport]} answered "
             f"{found.qps:,.0f} qps, {found.share_of_ceiling:.0%} of the generator's ceiling "
             f"{found.ceiling:,.0f} qps ({found.generator})", GENERATOR_REMEDY, cause=MACHINE)
-    require(not found.below_capacity,
-            f"{server} over {LABELS[transport]} is not its capacity: its core(s) "
-            f"{found.cores_busy_pct or 0:.0f} % busy, {found.lost_share or 0:.1%} of the "
-            f"queries lost, {found.in_flight or 0:,.0f} really in flight",
-            "a load the server can hold in flight (over UDP: a socket receive buffer the "
-            "queries in flight fit in, or fewer of them)", cause=SETTING)
+    misses = found.out_of_regime(margin)
+    require(not misses,
+            f"{server} over {LABELS[transport]} is out of the source's regime: "
+            + "; ".join(what for what, _ in misses)
+            + f" ({derived.source_regime().said(transport)})",
+            "a load in the source's regime (TIMEOUT_S=5 as dnsperf's default, each server's "
+            "socket buffers at 512 KiB, THREADS as the seed's configs; the generator on a core "
+            "of its own where it was full)",
+            cause=MACHINE if misses and all(c == MACHINE for _, c in misses) else SETTING)
     return found
 
 
 def ratio(run: Run, verdict: Verdict, server: str, transport: str, min_trials: int,
-          noerror: float) -> tuple[float, Measured, Measured]:
+          noerror: float, margin: float) -> tuple[float, Measured, Measured]:
     """transport/UDP of one server, both figures its own, with the TLS version said where it
     is not the seed's."""
-    udp = server_figure(run, server, "udp", min_trials, noerror)
-    other = server_figure(run, server, transport, min_trials, noerror)
+    udp = server_figure(run, server, "udp", min_trials, noerror, margin)
+    other = server_figure(run, server, transport, min_trials, noerror, margin)
     tls = derived.tls_of(run, server, transport)
     if tls and not tls.startswith("TLSv1.2"):
         verdict.condition(f"{tls.split()[0]} (seed: TLS 1.2)")
@@ -151,7 +178,7 @@ def _frontend(run: Run) -> str:
 
 
 def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: float,
-                 min_trials: int, noerror: float) -> None:
+                 min_trials: int, noerror: float, margin: float) -> None:
     """Every server but the front-end whose figures are its own: the transport's ratio to
     UDP within [low, high]; the others listed, not judged."""
     judged, skipped, unmet = [], [], []
@@ -161,7 +188,7 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
             continue
         try:
             judged.append((server, *ratio(run, verdict, server, transport, min_trials,
-                                          noerror)))
+                                          noerror, margin)))
         except NotApplicable as exc:
             skipped.append(f"{server}: {exc}")
             unmet.append(exc)
@@ -169,12 +196,27 @@ def _every_ratio(run: Run, verdict: Verdict, transport: str, low: float, high: f
             "of its own" + (": " + "; ".join(skipped) if skipped else ""),
             "what each server's reason says", cause=combined_cause(unmet))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
-    parts = [said(server, transport, value, other, udp) for server, value, other, udp in judged]
+    for text in derived.seed_differences(run, [server for server, *_ in judged]):
+        verdict.condition(text)
+    parts = [said(derived.label(run, server), transport, value, other, udp)
+             for server, value, other, udp in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
-    figures = [ratio_figure(server, other, udp, low, high) for server, _, other, udp in judged]
+    figures = [ratio_figure(derived.label(run, server), other, udp, low, high)
+               for server, _, other, udp in judged]
     verdict.phrase = f"{LABELS[transport]}/UDP " + ", ".join(f.text() for f in figures)
     decide(verdict, *figures)
+
+
+def _seed_runs(server: derived.SeedServer, transport: str) -> str:
+    """The source's runs behind a published ratio: each figure's range over its runs, in
+    kqps (the spread a speaker weighs the figure by)."""
+    said = []
+    for name in ("udp", transport):
+        runs = server.source.runs[name]
+        ran = [runs.qps[i] / 1000 for i in runs.ran]
+        said.append(f"{LABELS[name]} {min(ran):,.0f}-{max(ran):,.0f}k")
+    return f"{', '.join(said)}, {len(server.source.runs[transport].ran)} runs"
 
 
 def _seed_said(transport: str, front_end: bool) -> str:
@@ -186,7 +228,8 @@ def _seed_said(transport: str, front_end: bool) -> str:
     "F6.tcp-cost",
     title="Every server but the front-end answers 40-50 % as many queries over TCP as over UDP",
     published="TCP/UDP at 8 clients: " + ", ".join(
-        f"{s.name} {s.ratio('tcp'):.2f}" for s in derived.seed() if not s.front_end)
+        f"{s.name} {s.ratio('tcp'):.2f} ({_seed_runs(s, 'tcp')})" for s in derived.seed()
+        if not s.front_end)
     + "; " + SUMMARY,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(TCP)/qps(UDP) of every server but the front-end between {low} and {high} "
@@ -198,15 +241,15 @@ def _seed_said(transport: str, front_end: bool) -> str:
     interval=True,
 )
 def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
-                  min_trials: int, noerror: float) -> None:
-    _every_ratio(run, verdict, "tcp", low, high, min_trials, noerror)
+                  min_trials: int, noerror: float, regime_margin: float) -> None:
+    _every_ratio(run, verdict, "tcp", low, high, min_trials, noerror, regime_margin)
 
 
 @claim(
     "F6.tls-cost",
     title="Every server but the front-end answers 30-40 % as many queries over TLS as over UDP",
     published="TLS/UDP at 8 clients (TLS 1.2): " + ", ".join(
-        f"{s.name} {s.ratio('dot'):.2f}" for s in derived.seed()
+        f"{s.name} {s.ratio('dot'):.2f} ({_seed_runs(s, 'dot')})" for s in derived.seed()
         if not s.front_end and s.tls) + "; " + SUMMARY,
     source=SOURCE, effect=TWO_SIDED,
     tolerance="qps(DoT)/qps(UDP) of every server but the front-end that serves DoT between "
@@ -219,12 +262,13 @@ def test_tcp_cost(run: Run, verdict: Verdict, low: float, high: float, bound: fl
     interval=True,
 )
 def test_tls_cost(run: Run, verdict: Verdict, low: float, high: float, bound: float,
-                  min_trials: int, noerror: float) -> None:
-    _every_ratio(run, verdict, "dot", low, high, min_trials, noerror)
+                  min_trials: int, noerror: float, regime_margin: float) -> None:
+    _every_ratio(run, verdict, "dot", low, high, min_trials, noerror, regime_margin)
 
 
 def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
-                    min_trials: int, noerror: float) -> tuple[str, float, Measured, Measured]:
+                    min_trials: int, noerror: float, margin: float
+                    ) -> tuple[str, float, Measured, Measured]:
     server = _frontend(run)
     cores = derived.server_cores(run, server)
     require(cores is not None and cores >= min_cores,
@@ -233,7 +277,9 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
             f"a machine with >= {min_cores} cores for the front-end besides the generator's "
             "(SERVER_CPUS)", cause=MACHINE)
     verdict.condition(cores_condition(run.meta, SEED_THREADS, server))
-    return server, *ratio(run, verdict, server, transport, min_trials, noerror)
+    for text in derived.seed_differences(run, [server]):
+        verdict.condition(text)
+    return server, *ratio(run, verdict, server, transport, min_trials, noerror, margin)
 
 
 @claim(
@@ -250,9 +296,9 @@ def _frontend_ratio(run: Run, verdict: Verdict, transport: str, min_cores: int,
     interval=True,
 )
 def test_frontend_tcp(run: Run, verdict: Verdict, floor: float, min_cores: int, bound: float,
-                      min_trials: int, noerror: float) -> None:
+                      min_trials: int, noerror: float, regime_margin: float) -> None:
     server, value, other, udp = _frontend_ratio(run, verdict, "tcp", min_cores, min_trials,
-                                                noerror)
+                                                noerror, regime_margin)
     verdict.measured = said(server, "tcp", value, other, udp)
     figure = ratio_figure(f"{server} TCP/UDP", other, udp, low=floor)
     verdict.phrase = (f"{figure.text()} ({other.qps / 1000:,.0f}k / "
@@ -274,9 +320,10 @@ def test_frontend_tcp(run: Run, verdict: Verdict, floor: float, min_cores: int, 
     interval=True,
 )
 def test_frontend_tls(run: Run, verdict: Verdict, low: float, high: float, min_cores: int,
-                      bound: float, min_trials: int, noerror: float) -> None:
+                      bound: float, min_trials: int, noerror: float,
+                      regime_margin: float) -> None:
     server, value, other, udp = _frontend_ratio(run, verdict, "dot", min_cores, min_trials,
-                                                noerror)
+                                                noerror, regime_margin)
     verdict.measured = said(server, "dot", value, other, udp)
     figure = ratio_figure(f"{server} DoT/UDP", other, udp, low=low, high=high)
     verdict.phrase = (f"{figure.text()} ({other.qps / 1000:,.0f}k / "
@@ -284,7 +331,7 @@ def test_frontend_tls(run: Run, verdict: Verdict, low: float, high: float, min_c
     decide(verdict, figure)
 
 
-def _pairs(run: Run, upper: str, lower: str, min_trials: int, noerror: float
+def _pairs(run: Run, upper: str, lower: str, min_trials: int, noerror: float, margin: float
            ) -> tuple[list[tuple[str, Measured, Measured]], list[tuple[str, NotApplicable]]]:
     """Every server of the run that serves both transports: (server, upper's figure,
     lower's figure) where both are the server's, and why each of the others is not judged."""
@@ -294,27 +341,32 @@ def _pairs(run: Run, upper: str, lower: str, min_trials: int, noerror: float
         if upper in missing or lower in missing:
             continue
         try:
-            judged.append((server, server_figure(run, server, upper, min_trials, noerror),
-                           server_figure(run, server, lower, min_trials, noerror)))
+            judged.append((server, server_figure(run, server, upper, min_trials, noerror,
+                                                 margin),
+                           server_figure(run, server, lower, min_trials, noerror, margin)))
         except NotApplicable as exc:  # said, and the others judged
             skipped.append((server, exc))
     return judged, skipped
 
 
 def _below(run: Run, verdict: Verdict, upper: str, lower: str, margin: float,
-           min_trials: int, noerror: float) -> None:
-    judged, unmet = _pairs(run, upper, lower, min_trials, noerror)
+           min_trials: int, noerror: float, regime_margin: float) -> None:
+    judged, unmet = _pairs(run, upper, lower, min_trials, noerror, regime_margin)
     skipped = [f"{server}: {exc}" for server, exc in unmet]
     require(bool(judged), "no server whose " + LABELS[upper] + " and " + LABELS[lower]
             + " figures are both its own" + (": " + "; ".join(skipped) if skipped else ""),
             "what each server's reason says", cause=combined_cause([e for _, e in unmet]))
     verdict.condition(cores_condition(run.meta, SEED_THREADS, "each server"))
-    parts = [f"{server} {LABELS[lower]} {low.qps:,.0f} / {LABELS[upper]} {up.qps:,.0f} = "
-             f"{low.qps / up.qps:.2f}" for server, up, low in judged]
+    for text in derived.seed_differences(run, [server for server, *_ in judged]):
+        verdict.condition(text)
+    parts = [f"{derived.label(run, server)} {LABELS[lower]} {low.qps:,.0f} / "
+             f"{LABELS[upper]} {up.qps:,.0f} = {low.qps / up.qps:.2f}"
+             for server, up, low in judged]
     verdict.measured = "; ".join(parts) + ("; not judged: " + "; ".join(skipped)
                                            if skipped else "")
     # lower / upper at most 1 - margin (DoH: up to 1 + 5 % of DoT)
-    figures = [ratio_figure(server, low, up, high=1 - margin) for server, up, low in judged]
+    figures = [ratio_figure(derived.label(run, server), low, up, high=1 - margin)
+               for server, up, low in judged]
     verdict.phrase = (f"{LABELS[lower]}/{LABELS[upper]} "
                       + ", ".join(f.text() for f in figures))
     decide(verdict, *figures)
@@ -335,8 +387,8 @@ def _below(run: Run, verdict: Verdict, upper: str, lower: str, margin: float,
     interval=True,
 )
 def test_tls_below_tcp(run: Run, verdict: Verdict, margin: float, bound: float,
-                       min_trials: int, noerror: float) -> None:
-    _below(run, verdict, "tcp", "dot", margin, min_trials, noerror)
+                       min_trials: int, noerror: float, regime_margin: float) -> None:
+    _below(run, verdict, "tcp", "dot", margin, min_trials, noerror, regime_margin)
 
 
 @claim(
@@ -354,8 +406,8 @@ def test_tls_below_tcp(run: Run, verdict: Verdict, margin: float, bound: float,
     interval=True,
 )
 def test_doh_below_dot(run: Run, verdict: Verdict, margin: float, bound: float,
-                       min_trials: int, noerror: float) -> None:
-    _below(run, verdict, "dot", "doh", -margin, min_trials, noerror)
+                       min_trials: int, noerror: float, regime_margin: float) -> None:
+    _below(run, verdict, "dot", "doh", -margin, min_trials, noerror, regime_margin)
 
 
 # --- transport-latency: the lab's own checks ----------------------------------------------

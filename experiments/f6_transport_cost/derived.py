@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.plots import latency
-from analysis.rundata import Cell, Run
+from analysis.rundata import MACHINE, SETTING, Cell, Run
 from dnslab.errors import LabError
 from dnslab.thresholds import GENERATOR_BOUND_SHARE
+from experiments.f6_transport_cost import published
 
 TRANSPORTS = ("udp", "tcp", "dot", "doh")
 PERSISTENT = "persistent"
@@ -29,7 +30,8 @@ LABELS = {"udp": "UDP", "tcp": "TCP", "dot": "DoT", "doh": "DoH"}
 
 @dataclass(frozen=True)
 class SeedServer:
-    """One server of the seed at 8 clients (seed.yaml): its qps over UDP, TCP and TLS."""
+    """One server of the seed at 8 clients: its qps over UDP, TCP and TLS (the mean of its
+    runs, read from the source's CSVs: `published.py`), and those runs, losses and CPU."""
 
     name: str
     kind: str | None
@@ -38,6 +40,7 @@ class SeedServer:
     udp: float
     tcp: float
     tls: float | None
+    source: published.SourceServer
 
     def ratio(self, transport: str) -> float | None:
         other = self.tls if transport == "dot" else self.tcp if transport == "tcp" else None
@@ -46,18 +49,26 @@ class SeedServer:
 
 @cache
 def seed() -> tuple[SeedServer, ...]:
-    """The seed's servers and figures, as data: `seed.csv` beside this module, from
-    perfmeasurements_2018's results/bionic/<server>/test-{UDP,TCP,TLS}ct-1-16.csv, the row of
-    8 clients (the mean qps of 5 runs of 20 s; dnsdist's TCP: of the 2 runs that are not 0);
-    `kind` the lab's server kind of it (empty: none in the lab), `role` its role in the lab
-    (authoritative: a primary or secondary), `front_end` 1 for the front-end the seed's
-    summary excepts, `tls` empty where the server had none."""
+    """The seed's servers, as data: `seed.csv` beside this module names each (`kind` the
+    lab's server kind of it, empty: none in the lab; `role` its role (the seed's BIND
+    recursed through a static-stub root: a resolver, as the source's bind.conf); `front_end`
+    1 for the front-end the seed's summary excepts; `folder` its folder of the source's
+    results/bionic/; `threads` what its config set, empty: none, one per CPU); its figures
+    are the source's CSVs' (`published.source_server`): the mean qps of the runs at 8
+    clients, `tls` None where the server had none."""
     with open(Path(__file__).parent / "seed.csv") as handle:
-        return tuple(SeedServer(name=row["name"], kind=row["kind"] or None, role=row["role"],
-                                front_end=row["front_end"] == "1",
-                                udp=float(row["udp"]), tcp=float(row["tcp"]),
-                                tls=float(row["tls"]) if row["tls"] else None)
-                     for row in csv.DictReader(handle))
+        rows = list(csv.DictReader(handle))
+    found = []
+    for row in rows:
+        source = published.source_server(row["folder"],
+                                         int(row["threads"]) if row["threads"] else None)
+        udp, tcp, tls = (source.qps(t) for t in ("udp", "tcp", "dot"))
+        if udp is None or tcp is None:
+            raise ValueError(f"{row['folder']}: the source has no UDP or no TCP CSV")
+        found.append(SeedServer(name=row["name"], kind=row["kind"] or None, role=row["role"],
+                                front_end=row["front_end"] == "1", udp=udp, tcp=tcp, tls=tls,
+                                source=source))
+    return tuple(found)
 
 
 def is_front_end(run: Run, cell: Cell) -> bool:
@@ -90,20 +101,74 @@ def median_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> f
     return float(mine["qps"].astype(float).median()) if not mine.empty else None
 
 
-# the seed's figures are each server's capacity at 5,000 queries in flight: a figure is the
-# server's capacity when its cores were at least this busy (%) through the trials. Below it
-# something else held the rate: in run 33b9 every UDP trial lost ~48,000 queries to the
-# server's socket receive buffer, each holding its slot for the 2 s timeout, so 100-640
-# queries were really in flight and the cores 74-91 % busy, where TCP kept 5,000 at 97-100 %
-SATURATED_CORES_PCT = 90.0
+def best_qps(frame: pd.DataFrame, transport: str, mode: str = PERSISTENT) -> float | None:
+    """The best round's answered qps: a generator's ceiling is what it can send, and a round
+    the machine disturbed says nothing of that (F5's ceiling, `analysis.derived.
+    paced_ceiling`, the same)."""
+    mine = frame[(frame["transport"] == transport) & (frame["mode"] == mode)]
+    return float(mine["qps"].astype(float).max()) if not mine.empty else None
+
+
+# how far a run may sit outside the source's regime and still be in it: its threads' busy
+# share this much (absolute) below the source's least busy (its own spread at 8 clients:
+# 71-79 %), its queries really in flight within this factor of the source's range over the
+# transport (UDP 1.6-8.1 % of the 5,000 slots, the rest held by lost queries; TCP, TLS all)
+REGIME_MARGIN = 0.05
+IN_FLIGHT_FACTOR = 2.0
+# a generator whose cores were this busy (%) was the limit of a server less busy than the
+# source's: the machine's (a core of its own for the generator, or a faster one)
+GENERATOR_FULL_PCT = 90.0
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The load the source's figures were measured under, from its own CSVs at 8 clients
+    (`published.py`): `busy_low`, the least busy of its servers whose thread count their
+    config set (Unbound and Knot Resolver, 4 threads: CPU / (100 x threads), over every
+    transport); `in_flight`, per transport, the range of the share of the 5,000 slots really
+    in flight, those not held by lost queries waiting out dnsperf's 5 s timeout (UDP
+    1.6-8.1 %: ~80-400 queries; TCP and TLS ~100 %). DoH, which the source did not run, is
+    held to TLS's."""
+
+    busy_low: float
+    busy_high: float
+    in_flight: dict[str, tuple[float, float]]
+
+    def in_flight_range(self, transport: str, factor: float = 1.0) -> tuple[float, float]:
+        low, high = self.in_flight.get(transport, self.in_flight["dot"])
+        return low / factor, min(1.0, high * factor)
+
+    def said(self, transport: str) -> str:
+        return (f"the source's servers {self.busy_low:.0%}-{self.busy_high:.0%} busy of their "
+                f"threads, {span(*self.in_flight_range(transport), digits=1)} of the "
+                f"{LABELS[transport]} slots really in flight")
+
+
+def span(low: float, high: float, digits: int = 0) -> str:
+    """"71-79 %"-style, one figure where both round to it."""
+    a, b = f"{low * 100:.{digits}f}", f"{high * 100:.{digits}f}"
+    return f"{a} %" if a == b else f"{a}-{b} %"
+
+
+@cache
+def source_regime() -> Regime:
+    """The source's regime (`Regime`), read from its CSVs."""
+    shares = [share for s in seed() for t in published.FILE_TRANSPORTS
+              if (share := s.source.busy_share(t)) is not None]
+    in_flight: dict[str, tuple[float, float]] = {}
+    for transport in published.FILE_TRANSPORTS:
+        found = [1 - s.source.runs[transport].held_share for s in seed()
+                 if transport in s.source.runs]
+        in_flight[transport] = (min(found), max(found))
+    return Regime(busy_low=min(shares), busy_high=max(shares), in_flight=in_flight)
 
 
 @dataclass(frozen=True)
 class Measured:
     """One server's figure over one transport: its median qps over `trials` trials (each
     trial's in `values`, of the rounds `rounds`), the share of its answers that were NOERROR,
-    the generator, and that generator's ceiling for the same load in the run (None: no
-    ceiling measured)."""
+    the generator, and that generator's ceiling for the same load in the run (the best
+    round against `dnsload serve`; None: no ceiling measured)."""
 
     server: str
     transport: str
@@ -118,20 +183,58 @@ class Measured:
     cores_busy_pct: float | None = None
     lost_share: float | None = None
     in_flight: float | None = None
+    # against the source's regime: the server's threads (the cell's `server_threads`, else
+    # one per core) and cores, its busy share of those threads, the share of the slots held
+    # by lost queries waiting out the timeout (lost x timeout / (seconds x in flight),
+    # the median trial's), the generator's cores' busy share (%)
+    threads: int | None = None
+    cores: int | None = None
+    held_share: float | None = None
+    generator_busy_pct: float | None = None
     # each trial's qps and its round (`trial`): a ratio's interval pairs the rounds
     values: tuple[float, ...] = ()
     rounds: tuple[int, ...] = ()
 
     @property
     def limited(self) -> bool:
-        """Within GENERATOR_BOUND_SHARE of the generator's ceiling: it measured the
-        generator."""
-        return self.ceiling is not None and self.qps >= GENERATOR_BOUND_SHARE * self.ceiling
+        """Within GENERATOR_BOUND_SHARE of the generator's ceiling, not above it: it measured
+        the generator."""
+        return (self.ceiling is not None
+                and GENERATOR_BOUND_SHARE * self.ceiling <= self.qps <= self.ceiling)
 
     @property
-    def below_capacity(self) -> bool:
-        """Its cores were less than SATURATED_CORES_PCT busy: not the server's capacity."""
-        return self.cores_busy_pct is not None and self.cores_busy_pct < SATURATED_CORES_PCT
+    def above_ceiling(self) -> bool:
+        """Above the ceiling cell's best round: the ceiling ran closed loop against `dnsload
+        serve` on the server's cores, so it was that responder's limit, not the generator's,
+        and the generator's own is not known (F2's rule: the sink's limit)."""
+        return self.ceiling is not None and self.qps > self.ceiling
+
+    @property
+    def busy_share(self) -> float | None:
+        """Its cores' busy share as a share of its threads (the source's CPU / threads)."""
+        if self.cores_busy_pct is None:
+            return None
+        cores = self.cores or 1
+        return self.cores_busy_pct / 100 * cores / min(self.threads or cores, cores)
+
+    def out_of_regime(self, margin: float = REGIME_MARGIN) -> list[tuple[str, str]]:
+        """How the trials sat outside the source's regime (`source_regime`, `margin` either
+        side), each with what would bring it in: MACHINE or SETTING (empty: in it; a figure
+        a run did not record is not judged)."""
+        regime, misses = source_regime(), []
+        busy = self.busy_share
+        if busy is not None and busy < regime.busy_low - margin:
+            generator_full = (self.generator_busy_pct is not None
+                              and self.generator_busy_pct >= GENERATOR_FULL_PCT)
+            misses.append((f"its {self.threads or self.cores or 1} thread(s) {busy:.0%} busy "
+                           + (f"while the generator's cores were {self.generator_busy_pct:.0f} "
+                              "% busy" if generator_full else "(the load held it, not its "
+                              "CPU)"), MACHINE if generator_full else SETTING))
+        low, high = regime.in_flight_range(self.transport, IN_FLIGHT_FACTOR)
+        if self.held_share is not None and not low <= 1 - self.held_share <= high:
+            misses.append((f"{1 - self.held_share:.1%} of its slots really in flight, the rest "
+                           "held by lost queries waiting out the timeout", SETTING))
+        return misses
 
     @property
     def share_of_ceiling(self) -> float | None:
@@ -149,35 +252,56 @@ def measured(run: Run, server: str, transport: str, mode: str = PERSISTENT) -> M
         return None
     completed = float(mine["completed"].astype(float).sum())
     ceiling = ceiling_cell(run)
-    top = median_qps(trials(ceiling), transport, mode) if ceiling is not None else None
+    top = best_qps(trials(ceiling), transport, mode) if ceiling is not None else None
     return Measured(server=server, transport=transport,
                     qps=float(mine["qps"].astype(float).median()), trials=len(mine),
                     noerror_share=(float(mine["noerror"].astype(float).sum()) / completed
                                    if completed else 0.0),
                     generator=str(mine["generator"].iloc[0]), ceiling=top,
                     values=tuple(float(v) for v in mine["qps"].astype(float)),
-                    rounds=tuple(int(r) for r in mine["trial"]), **_load_held(mine))
+                    rounds=tuple(int(r) for r in mine["trial"]),
+                    threads=_int_figure(cell, "server_threads"),
+                    cores=_int_figure(cell, "server_cores"),
+                    **_load_held(mine, float(run.params.get("timeout_s") or 0)))
 
 
-def _load_held(trials: pd.DataFrame) -> dict[str, float | None]:
+def _int_figure(cell: Cell, name: str) -> int | None:
+    found = cell.figure(name, optional=True)
+    return int(found) if found is not None else None
+
+
+def _load_held(trials: pd.DataFrame, timeout_s: float) -> dict[str, float | None]:
     """What the trials say of the load the server really had: its cores' median busy share,
-    the share of the queries lost, the median queries in flight (qps x mean latency)."""
+    the generator's, the share of the queries lost, the median share of the slots held by
+    lost queries (lost x timeout / (seconds x in flight)), the median queries in flight
+    (qps x mean latency)."""
     def median_of(values: pd.Series) -> float | None:
         found = pd.to_numeric(values, errors="coerce").dropna()
         return float(found.median()) if not found.empty else None
 
+    def column(name: str) -> pd.Series:
+        return pd.to_numeric(trials[name], errors="coerce")
+
     held: dict[str, float | None] = {"cores_busy_pct": None, "lost_share": None,
-                                     "in_flight": None}
+                                     "in_flight": None, "held_share": None,
+                                     "generator_busy_pct": None}
     if "server_cores_busy_pct" in trials:
         held["cores_busy_pct"] = median_of(trials["server_cores_busy_pct"])
+    if "generator_cores_busy_pct" in trials:
+        held["generator_busy_pct"] = median_of(trials["generator_cores_busy_pct"])
     if {"lost", "sent"} <= set(trials.columns):
-        sent = float(pd.to_numeric(trials["sent"], errors="coerce").sum())
-        lost = float(pd.to_numeric(trials["lost"], errors="coerce").sum())
+        sent = float(column("sent").sum())
+        lost = float(column("lost").sum())
         held["lost_share"] = lost / sent if sent else None
+    if {"lost", "run_time_s", "outstanding"} <= set(trials.columns) and timeout_s > 0:
+        # a lost query holds its slot for the timeout, or the rest of a trial shorter than it
+        seconds = column("run_time_s")
+        share = (column("lost") * seconds.clip(upper=timeout_s)
+                 / (seconds * column("outstanding")))
+        found = median_of(share.clip(upper=1.0))
+        held["held_share"] = found
     if "avg_latency_ms" in trials:
-        held["in_flight"] = median_of(pd.to_numeric(trials["qps"], errors="coerce")
-                                      * pd.to_numeric(trials["avg_latency_ms"],
-                                                      errors="coerce") / 1000)
+        held["in_flight"] = median_of(column("qps") * column("avg_latency_ms") / 1000)
     return held
 
 
@@ -186,6 +310,37 @@ def not_served(run: Run, server: str) -> dict[str, str]:
     cell = server_cells(run).get(server)
     found = cell.figure("not_served", optional=True) if cell is not None else None
     return dict(found or {})
+
+
+def label(run: Run, server: str) -> str:
+    """The server as a verdict names it: its kind, "(resolver)" where a secondary's kind ran
+    as one through a static-stub (the cell's `answers_as`), as the seed ran BIND."""
+    cell = server_cells(run).get(server)
+    found = cell.figure("answers_as", optional=True) if cell is not None else None
+    return f"{server} (resolver)" if str(found or "").startswith("resolver (") else server
+
+
+def seed_differences(run: Run, servers: list[str]) -> list[str]:
+    """What the run set unlike the seed for these servers, each a few words: fewer threads
+    than the seed's config (the cores given), the timeout, the generators."""
+    said = []
+    for server in servers:
+        cell = server_cells(run).get(server)
+        if cell is None:
+            continue
+        seed_threads = cell.figure("seed_threads", optional=True)
+        threads = cell.figure("server_threads", optional=True)
+        if seed_threads and threads is not None and int(threads) < int(seed_threads):
+            said.append(f"{server} {int(threads)} thread(s) (seed {int(seed_threads)})")
+    timeout = run.params.get("timeout_s")
+    if timeout is not None and float(timeout) != published.TIMEOUT_S:
+        said.append(f"timeout {float(timeout):g} s (seed {published.TIMEOUT_S:g})")
+    generators = run.params.get("generators") or {}
+    others = sorted(t for t, g in generators.items() if g != "dnsperf" and t in ("udp", "tcp",
+                                                                                "dot"))
+    if others:
+        said.append(f"dnsload for {', '.join(LABELS[t] for t in others)} (seed: dnsperf)")
+    return said
 
 
 def server_cores(run: Run, server: str) -> int | None:

@@ -17,7 +17,7 @@ from experiments.generators.perf import LATENCY_BINS
 ROW_HEADER = ["trial", "mode", "transport", "generator", "connections_asked", "outstanding",
               "target_qps", "qps", "sent", "completed", "lost", "run_time_s", "noerror",
               "avg_latency_ms", "generator_cpu_pct", "reconnections", "tls", "latency_file",
-              "connections", "server_cores_busy_pct"]
+              "connections", "server_cores_busy_pct", "generator_cores_busy_pct"]
 NODES = {"unbound": ("resolver", "resolver"), "dnsdist": ("frontend", "frontend"),
          "bind": ("sec-bind", "secondary"), "nsd": ("sec-nsd", "secondary"),
          "knot": ("sec-knot", "secondary")}
@@ -29,6 +29,7 @@ TOPOLOGY = {"name": "reference", "file": "reference.clab.yml",
             "nodes": {node: {"role": role, "server": kind} for kind, (node, role) in
                       NODES.items()} | {"client": {"role": "client", "server": "tools"}}}
 TLS = "TLSv1.3 TLS_AES_256_GCM_SHA384"
+SEED_THREADS = {"unbound": 4, "dnsdist": 4}  # the experiment file's `threads`
 # a 2-core machine's figures (the CI runs of 2026-11-26, rounded): server over each transport
 MACHINE_QPS = {"unbound": {"udp": 85000, "tcp": 78000, "dot": 50000, "doh": 26000},
                "dnsdist": {"udp": 44000, "tcp": 63000, "dot": 60000, "doh": 40000},
@@ -38,41 +39,60 @@ MACHINE_QPS = {"unbound": {"udp": 85000, "tcp": 78000, "dot": 50000, "doh": 2600
 CEILINGS = {"udp": 190000.0, "tcp": 930000.0, "dot": 700000.0, "doh": 80000.0}
 
 
+# the source's regime over UDP (its CSVs at 8 clients: 92-98 % of the slots held by lost
+# queries waiting out the timeout); none over the others
+HELD = {"udp": 0.95}
+TIMEOUT_S = 2.0
+
+
 def _row(trial: int, mode: str, transport: str, qps: float, seconds: float,
          latency_file: str = "", target: float | str = "", noerror: float = 1.0,
-         tls: str = "", busy: float = 100.0) -> list[Any]:
+         tls: str = "", busy: float = 100.0, held: float = 0.0,
+         generator_busy: float = 60.0) -> list[Any]:
     answered = int(qps * seconds)
+    lost = int(held * seconds * 5000 / TIMEOUT_S)  # each holds its slot for the timeout
     return [trial, mode, transport, GENERATORS[transport],
             0 if transport == "udp" else 8, 5000, target, round(qps, 1),
-            answered, answered, 0, seconds, int(answered * noerror), 2.0, 60.0, 0, tls,
-            latency_file, 0 if transport == "udp" else 8, busy]
+            answered + lost, answered, lost, seconds, int(answered * noerror), 2.0, 60.0, 0,
+            tls, latency_file, 0 if transport == "udp" else 8, busy, generator_busy]
 
 
 def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
                        ceilings: dict[str, float] | None = None, trials: int = 5,
                        server_cpus: str = "0", spread: float = 0.02,
                        noerror: float = 1.0, seed: int = 5, ceiling: bool = True,
-                       busy: dict[str, float] | None = None, **kwargs: Any) -> Path:
+                       busy: dict[str, float] | None = None,
+                       held: dict[str, float] | None = None,
+                       generator_busy: float = 60.0, threads: int | None = None,
+                       ceiling_rounds: dict[str, tuple[float, float]] | None = None,
+                       **kwargs: Any) -> Path:
     """Servers (`qps`: server -> transport -> median qps; a transport a kind does not serve
     is left out and recorded as not served), `trials` rounds each with a relative `spread`,
     the generator's ceiling per transport (`ceilings`, default CEILINGS; `ceiling=False`:
-    none measured), the servers on `server_cpus` of a 2-core machine, their cores 100 % busy
-    in every trial but over the transports `busy` gives (transport -> %)."""
+    none measured; `ceiling_rounds`: a transport's two rounds where they differ), the servers
+    on `server_cpus` of a 2-core machine, their cores 100 % busy
+    in every trial but over the transports `busy` gives (transport -> %); the share of the
+    slots lost queries held over each transport (`held`, default the source's regime
+    `HELD`), the generator's cores `generator_busy` % busy; the servers' `threads` (None:
+    one per core)."""
     rng = np.random.default_rng(seed)
     top = {**CEILINGS, **(ceilings or {})}
     cells = []
     if ceiling:
-        rows = [_row(t, "persistent", transport, value, 20.0)
-                for t in (1, 2) for transport, value in top.items()]
+        rounds = {t: (v, v) for t, v in top.items()} | dict(ceiling_rounds or {})
+        rows = [_row(t, "persistent", transport, values[t - 1], 20.0)
+                for t in (1, 2) for transport, values in rounds.items()]
         cells.append(CellData({"phase": "ceiling", "responder": "dnsload serve -dot -doh",
                                "responder_node": "resolver"},
                               {f"ceiling_qps_{t}": v for t, v in top.items()},
-                              csv={"ceiling.csv": (ROW_HEADER[:-2], [r[:-2] for r in rows])}))
+                              csv={"ceiling.csv": (ROW_HEADER[:-3], [r[:-3] for r in rows])}))
     for server, by_transport in qps.items():
         node, role = NODES[server]
         rows = [_row(t, "persistent", transport, value * float(rng.normal(1, spread)), 20.0,
                      noerror=noerror, tls=TLS if transport in ("dot", "doh") else "",
-                     busy=(busy or {}).get(transport, 100.0))
+                     busy=(busy or {}).get(transport, 100.0),
+                     held={**HELD, **(held or {})}.get(transport, 0.0),
+                     generator_busy=generator_busy)
                 for t in range(1, trials + 1) for transport, value in by_transport.items()]
         not_served = {t: f"the packaged {server} does not serve {t} (its manifest says why)"
                       for t in ("dot", "doh") if t not in SERVES[server]}
@@ -81,13 +101,17 @@ def transport_cost_run(root: Path, *, qps: dict[str, dict[str, float]],
              "transports": list(by_transport)},
             {"not_served": not_served, "server_node": node,
              "server_cores": len(cpus.parse(server_cpus)),
+             "server_threads": threads or len(cpus.parse(server_cpus)),
+             "seed_threads": SEED_THREADS.get(server),
+             "answers_as": "resolver (static-stub)" if server == "bind" else role,
              **{f"tls_{t}": TLS for t in ("dot", "doh") if t in by_transport}},
             csv={"trials.csv": (ROW_HEADER, rows)}))
     machine = max(cpus.parse(server_cpus)) + 2
     run = write_run(root, "transport-cost", cells, topology=TOPOLOGY, cpus=machine,
                     params={"servers": list(qps), "transports": ["udp", "tcp", "dot", "doh"],
                             "trials": trials, "trial_s": 20, "clients": 8,
-                            "outstanding": 5000, "timeout_s": 2.0}, **kwargs)
+                            "outstanding": 5000, "timeout_s": TIMEOUT_S,
+                            "generators": GENERATORS}, **kwargs)
     _placement(run, server_cpus)
     return run
 
@@ -173,7 +197,7 @@ def transport_latency_run(root: Path, *, rtts: dict[str, float] | None = None,
                 rows.append(row)
         if name == "ceiling":
             cells.append(CellData({"phase": "ceiling", "responder_node": "resolver"}, {},
-                                  csv={"ceiling.csv": (ROW_HEADER[:-2], [r[:-2] for r in rows]),
+                                  csv={"ceiling.csv": (ROW_HEADER[:-3], [r[:-3] for r in rows]),
                                        **files}))
             continue
         node, role = NODES[name]

@@ -46,7 +46,8 @@ class Load:
     """What one trial sends: a transport, the generator, its connections (dnsperf's clients)
     and queries in flight, for `seconds`; closed loop, or paced at `rate`; connections kept
     open (`queries_per_conn` 0), or reopened every that many queries (dnsperf; dnsload: a new
-    one per query, `outstanding` of them at a time)."""
+    one per query, `outstanding` of them at a time); dnsperf's sockets' buffers at
+    `socket_buffer_kib` (its -b; 0: the system's default; dnsload has no such option)."""
 
     transport: str
     generator: str
@@ -58,6 +59,7 @@ class Load:
     queries_per_conn: int = 0
     doh_method: str = "GET"
     histogram: bool = False
+    socket_buffer_kib: int = 0
 
     def check(self) -> None:
         """A one-line LabError for a load no generator can send (before any work)."""
@@ -85,6 +87,8 @@ def _dnsperf(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: 
                   "-O", f"doh-method={load.doh_method}"]
     if load.queries_per_conn:
         extra += ["-O", f"num-queries-per-conn={load.queries_per_conn}"]
+    if load.socket_buffer_kib:
+        extra += ["-b", str(load.socket_buffer_kib)]
     result = perf.dnsperf(lab, client, address, qfile, out, duration_s=load.seconds,
                           clients=load.clients, outstanding=load.outstanding,
                           max_qps=load.rate, timeout_s=load.timeout_s, extra=extra,

@@ -28,18 +28,24 @@ def _legend(ax: Axes, colours: dict[str, Any], shown: list[derived.Measured]) ->
     if any(m.limited for m in shown):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="//",
                              label="generator-limited"))
-    if any(m.below_capacity and not m.limited for m in shown):
+    if any(m.above_ceiling for m in shown):
+        handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="..",
+                             label="above the ceiling cell (its responder's limit)"))
+    if any(m.out_of_regime() and not m.limited and not m.above_ceiling for m in shown):
         handles.append(Patch(facecolor="white", edgecolor=style.INK, hatch="xx",
-                             label="not the server's capacity (cores < 90 % busy)"))
+                             label="out of the source's regime"))
     ax.legend(handles=handles)
 
 
 def _hatch(*figures: derived.Measured) -> str | None:
-    """"//" when one is the generator's figure, "xx" when one is not the server's capacity,
-    else plain."""
+    """"//" when one is the generator's figure, ".." when one is above the ceiling cell
+    (the responder's limit: the generator's own unknown), "xx" when one is out of the
+    source's regime (`Measured.out_of_regime`), else plain."""
     if any(m.limited for m in figures):
         return "//"
-    return "xx" if any(m.below_capacity for m in figures) else None
+    if any(m.above_ceiling for m in figures):
+        return ".."
+    return "xx" if any(m.out_of_regime() for m in figures) else None
 
 
 def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
@@ -57,11 +63,14 @@ def _figures(run: Run) -> dict[str, dict[str, derived.Measured]]:
 @plot("transport_qps", title="Answered queries per second per server and transport",
       caption="Bars: the median of each transport's trials (dots), closed loop with the run's "
               "connections and queries in flight; hatched: within 10 % of the generator's "
-              "own ceiling for that transport (its load against dnsload serve, same run, same "
-              "cores), so the bar is the generator's, not the server's; cross-hatched: the "
-              "server's cores under 90 % busy, so something else held its rate (over UDP: "
-              "queries lost to its receive buffer). Short black lines: those ceilings; those "
-              "off the scale are given in the legend.")
+              "own ceiling for that transport (the best round of its load against dnsload "
+              "serve, same run, same cores), so the bar is the generator's, not the server's; "
+              "dotted: above that ceiling, which was then the responder's limit (the "
+              "generator's own unknown); cross-hatched: out of "
+              "the source's regime (its CSVs at 8 clients: the server's threads at least 71 % "
+              "busy, over UDP 92-98 % of the slots held by lost queries waiting out the "
+              "timeout, over TCP and TLS none). Short black lines: those ceilings (best "
+              "round); those off the scale are given in the legend.")
 def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     figures = _figures(run)
     servers = list(figures)
@@ -92,14 +101,17 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                 off_scale[transport] = m.ceiling
             said.append(f"{LABELS[transport]} {m.qps:,.0f}"
                         + (" (generator-limited)" if m.limited else
-                           f" (not its capacity: cores {m.cores_busy_pct:.0f} % busy)"
-                           if m.below_capacity else ""))
-        readings.append(f"{server}: " + ", ".join(said))
+                           " (above the ceiling cell: its responder's limit)"
+                           if m.above_ceiling else
+                           " (out of the source's regime: " + "; ".join(
+                               what for what, _ in m.out_of_regime()) + ")"
+                           if m.out_of_regime() else ""))
+        readings.append(f"{derived.label(run, server)}: " + ", ".join(said))
     ax.plot([], [], color="black", linewidth=2.5, label="generator's ceiling per transport")
     if off_scale:
         ax.plot([], [], linestyle="none", label="ceilings off this scale: " + ", ".join(
             f"{LABELS[t]} {v:,.0f}" for t, v in off_scale.items()))
-    ax.set_xticks(range(len(servers)), servers)
+    ax.set_xticks(range(len(servers)), [derived.label(run, s) for s in servers])
     ax.set_ylabel("answered queries (queries/s)")
     ax.yaxis.set_major_formatter(style.THOUSANDS)
     ax.set_ylim(0, tallest * 1.25)
@@ -111,8 +123,9 @@ def transport_qps(run: Run, ax: Axes, notes: list[str]) -> list[str]:
 @plot("transport_ratio", title="Each transport against the server's own UDP, beside the seed",
       caption="Bars: qps over the transport / qps over UDP, both medians of the server's trials in "
               "the same lab (1 = as many as over UDP); hatched: one of the two is within 10 % of "
-              "its generator's ceiling; cross-hatched: one of the two is not the server's capacity "
-              "(its cores under 90 % busy). Black lines: the seed's ratios at 8 clients "
+              "its generator's ceiling; cross-hatched: one of the two is out of the source's "
+              "regime (its threads under 71 % busy, or the slots held by lost queries unlike "
+              "the source's). Black lines: the seed's ratios at 8 clients "
               "(dnsprivacy.org 2018, TLS 1.2, servers on 4 threads) over the lab's kind of each "
               "(Knot Resolver: kresd) that the run measured.")
 def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
@@ -142,7 +155,8 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                        edgecolor=style.INK if hatch else None)
                 said.append(f"{LABELS[transport]}/UDP {value:.2f}"
                             + {"//": " (generator-limited)",
-                               "xx": " (not the server's capacity)"}.get(hatch or "", ""))
+                               "xx": " (out of the source's regime)",
+                               "..": " (above the ceiling cell)"}.get(hatch or "", ""))
             seed = seeds[server].ratio(transport) if server in seeds else None
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
@@ -152,10 +166,11 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                               for s in derived.seed() if s.kind))
                 seed_drawn = True
         if said:
-            readings.append(f"{server}: " + ", ".join(said))
+            readings.append(f"{derived.label(run, server)}: " + ", ".join(said))
     ax.axhline(1.0, color=style.MUTED, linestyle=":", linewidth=1.2,
                label="as many as over UDP")
-    ax.set_xticks(range(len(groups)), [g if g in servers else f"{g}\n(seed only)"
+    ax.set_xticks(range(len(groups)), [derived.label(run, g) if g in servers
+                                       else f"{g}\n(seed only)"
                                        for g in groups])
     ax.set_ylabel("queries/s over the transport / over UDP")
     _legend(ax, {f"{LABELS[t]}/UDP": colours[t] for t in transports},

@@ -12,10 +12,18 @@ import pytest
 from analysis import style  # noqa: F401  (headless: Agg)
 from analysis.rundata import NotApplicable, load_run
 from bench import bench_ceilings
+from dnslab import topology
 from dnslab.errors import LabError
+from dnslab.servers import driver
 from experiments.f6_transport_cost import ceilings, fixtures, plots
 from experiments.f6_transport_cost.load import Load
-from experiments.f6_transport_cost.transport import load_for, modes_of
+from experiments.f6_transport_cost.transport import (
+    ServerNodes,
+    check_params,
+    load_for,
+    modes_of,
+    seed_settings,
+)
 from experiments.generators.dnsload import stream_argv
 
 PARAMS = {"clients": 8, "outstanding": 5000, "trial_s": 20, "timeout_s": 2.0,
@@ -101,3 +109,38 @@ def test_a_udp_only_run_has_no_ratio_to_draw(tmp_path: Path) -> None:
     with pytest.raises(NotApplicable, match="besides UDP"):
         plots.transport_ratio(run, ax, [])
     plt.close("all")
+
+
+def test_the_seeds_settings_become_each_kinds_own_options() -> None:
+    """Threads as the seed's configs, never more than the cores given; 512 KiB socket
+    buffers through each kind's own option where it has one; a secondary's kind the seed ran
+    as a resolver through a static-stub root, said in its cell."""
+    params = {"threads": {"unbound": 4}, "socket_buffer_kib": 512,
+              "stub_resolvers": ["bind"]}
+    kinds = ["unbound", "bind", "nsd"]
+    nodes = ServerNodes.of(topology.load("reference"), kinds)
+    options, said = seed_settings(params, "unbound", nodes.by_kind["unbound"], nodes, 1)
+    assert options["server"] == {"num-threads": 1, "so-rcvbuf": 524288, "so-sndbuf": 524288}
+    assert (said["server_threads"], said["seed_threads"]) == (1, 4)
+    options, said = seed_settings(params, "unbound", nodes.by_kind["unbound"], nodes, 8)
+    assert said["server_threads"] == 4 and options["server"]["num-threads"] == 4
+    options, said = seed_settings(params, "bind", nodes.by_kind["bind"], nodes, 2)
+    assert options == {"udp-receive-buffer": 524288, "udp-send-buffer": 524288,
+                       **driver("bind").stub_resolver_options(["example.test."])}
+    assert said == {"server_threads": 2, "seed_threads": None, "socket_buffer_bytes": 524288,
+                    "answers_as": "resolver (static-stub)"}
+    options, said = seed_settings(params, "nsd", nodes.by_kind["nsd"], nodes, 1)
+    assert options == {} and said["socket_buffer_bytes"] == 0
+    assert said["answers_as"] == "secondary"
+    _, said = seed_settings({}, "bind", nodes.by_kind["bind"], nodes, 1)
+    assert said["answers_as"] == "secondary" and said["socket_buffer_bytes"] == 0
+
+
+def test_dnsperf_takes_the_seeds_socket_buffers_and_a_kind_that_cannot_recurse_is_refused(
+        ) -> None:
+    load = load_for({**PARAMS, "socket_buffer_kib": 512}, {"udp": "dnsperf"}, "udp")
+    assert load.socket_buffer_kib == 512
+    params = {**PARAMS, "transports": ["udp"], "generators": {"udp": "dnsperf"},
+              "stub_resolvers": ["nsd"]}
+    with pytest.raises(LabError, match="no stub resolver settings for nsd"):
+        check_params(params)

@@ -15,15 +15,24 @@ server's. The server under test runs one worker per core it is given (benchmark_
 with its encrypted listeners (`Driver.transport_options`: the transports its manifest
 lists; the others are recorded as not served, with the reason) and room for every client
 connection.
+The seed's settings (`seed_settings`, the experiment file's parameters): `threads` per kind
+(the seed's configs: Unbound and Knot Resolver 4; never more than the cores given, the cell's
+`server_threads` beside `seed_threads`), `socket_buffer_kib` through each kind's own option
+(`Driver.socket_buffer_options`; none: `socket_buffer_bytes` 0) and dnsperf's `-b`; the
+host's rmem/wmem and netdev_max_backlog are host-wide on this kernel, read into the cell's
+`host_sysctls`, never set; `stub_resolvers`: a secondary's kind run as a resolver through a
+static-stub zone (the queried one) to the primary (`Driver.stub_resolver_options`), as the
+seed ran BIND, its cell's `answers_as` saying so.
 
 `throughput` (transport-cost), cells in order:
 - `phase=ceiling` (unless `ceiling: false`): the generator's own ceiling for exactly the
   trials' commands, transport by transport, `ceiling_trials` rounds, against `dnsload serve
   -dot -doh` (a canned responder, ephemeral ECDSA P-256 certificate) in the first server's
-  node on the server's CPUs, every server daemon held. Figures `ceiling_qps_<t>` (median
-  answered qps), `ceiling_qps_trials_<t>`, `generator_<t>`, `tls_<t>` (what the responder
-  negotiated with OpenSSL's client defaults); `ceiling.csv` (the trials' rows),
-  `dnsload/serve.jsonl` (the responder's own counts, what each generator negotiated).
+  node on the server's CPUs, every server daemon held. Figures `ceiling_qps_<t>` (the best
+  round's answered qps: what the generator can send), `ceiling_qps_trials_<t>`,
+  `generator_<t>`, `tls_<t>` (what the responder negotiated with OpenSSL's client
+  defaults); `ceiling.csv` (the trials' rows), `dnsload/serve.jsonl` (the responder's own
+  counts, what each generator negotiated).
 - `server=<kind>` per server: a fresh lab; the warm-up pass (dnsperf over UDP, `-n 1`), its
   figures `warm_*`; then `trials` rounds, each every transport the server serves once
   (the order rotated by one each round, so drift falls on every transport alike), each
@@ -166,6 +175,10 @@ def check_params(params: dict[str, Any]) -> dict[str, str]:
         if mode not in MODES:
             raise LabError(f"CONNECTIONS={mode} is not a connection mode",
                            hint="CONNECTIONS from: " + ", ".join(MODES))
+    for kind in params.get("stub_resolvers") or []:
+        driver(kind).stub_resolver_options(["."])  # a kind that cannot: one line, before
+    for kind in params.get("threads") or {}:
+        driver(str(kind))  # an unknown kind: one line, before any work
     for transport in params["transports"]:
         if transport not in generators:
             raise LabError(f"GENERATORS names no generator for {transport}",
@@ -185,7 +198,8 @@ def load_for(params: dict[str, Any], generators: dict[str, str], transport: str,
                 clients=int(params["clients"]), outstanding=int(params["outstanding"]),
                 seconds=float(params["trial_s"]), timeout_s=float(params["timeout_s"]),
                 rate=rate, doh_method=str(params.get("doh_method", "GET")),
-                histogram=bool(params.get("latency_histogram")))
+                histogram=bool(params.get("latency_histogram")),
+                socket_buffer_kib=int(params.get("socket_buffer_kib") or 0))
     if mode == "per-query":
         # one query per connection: each connection in flight holds a query through its
         # handshakes, so as many of them as the rate needs, at a rate they can keep
@@ -277,15 +291,18 @@ def _median(values: list[Any]) -> float | None:
     return round(found, 3) if found is not None else None
 
 
-def transport_figures(rows: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
-    """Per transport (and mode): the median and each trial of the answered qps, and what the
-    trials say of the server, the generator and the connections."""
+def transport_figures(rows: list[dict[str, Any]], prefix: str = "",
+                      best_round: bool = False) -> dict[str, Any]:
+    """Per transport (and mode): the median (`best_round`: the best trial's, a ceiling's)
+    and each trial of the answered qps, and what the trials say of the server, the
+    generator and the connections."""
     figures: dict[str, Any] = {}
     for key in dict.fromkeys(_key(r["transport"], r["mode"]) for r in rows):
         mine = [r for r in rows if _key(r["transport"], r["mode"]) == key]
         completed = sum(int(r["completed"]) for r in mine)
         figures.update({
-            f"{prefix}qps_{key}": _median([r["qps"] for r in mine]),
+            f"{prefix}qps_{key}": (max(round(float(r["qps"]), 3) for r in mine) if best_round
+                                   else _median([r["qps"] for r in mine])),
             f"{prefix}qps_trials_{key}": [round(float(r["qps"]), 1) for r in mine],
             f"lost_{key}": sum(int(r["lost"]) for r in mine),
             f"noerror_share_{key}": (round(sum(int(r["noerror"]) for r in mine) / completed, 4)
@@ -350,7 +367,7 @@ def run_ceiling(run: Run, nodes: ServerNodes, zones: list[ZoneRef], qfile: Path,
                            transports, rounds, placement, daemon=False)
             monitors.stop()
         perf.write_rows(cell.path / "ceiling.csv", _uniform(rows))
-        cell.figures.update(transport_figures(rows, prefix="ceiling_"))
+        cell.figures.update(transport_figures(rows, prefix="ceiling_", best_round=True))
         if params.get("latency_histogram"):
             cell.figures.update(latency_figures(cell, rows))
         cell.figures.update({f"tls_{t}": v for t, v in tls.items() if v})
@@ -363,6 +380,49 @@ def _nodelay(lab: Lab, client: str, node: str, transports: list[str]) -> dict[st
     found = {t: server_nodelay(lab, client, node, lab.address(node), t)
              for t in transports if t != "udp"}
     return {f"nodelay_{t}": value for t, value in found.items() if value is not None}
+
+
+HOST_SYSCTLS = ("net/core/rmem_default", "net/core/rmem_max", "net/core/wmem_default",
+                "net/core/wmem_max", "net/core/netdev_max_backlog")
+
+
+def host_sysctls() -> dict[str, int]:
+    """The host's socket-buffer and backlog sysctls, read (never set: host-wide on this
+    kernel), for the run to say how they differ from the seed's netsetup.sh."""
+    found = {}
+    for key in HOST_SYSCTLS:
+        path = Path("/proc/sys") / key
+        if path.exists():
+            found[key.replace("/", ".")] = int(path.read_text().split()[0])
+    return found
+
+
+def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNodes,
+                  cores: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The seed's settings for a server kind (the experiment file's `threads`,
+    `socket_buffer_kib`, `stub_resolvers`: through a static-stub of the queried zone to the
+    primary), as the kind's own options, and the figures that
+    say what was set: `server_threads` (never more than its cores), `seed_threads` (None:
+    one per CPU), `socket_buffer_bytes` (0: the kind has no option, or none asked),
+    `answers_as` (its role, or "resolver (static-stub)")."""
+    drv = driver(kind)
+    options: dict[str, Any] = {}
+    wanted = (params.get("threads") or {}).get(kind)
+    threads = min(int(wanted), cores) if wanted else cores
+    if wanted:
+        options = merge_options(options, drv.worker_options(threads))
+    size = int(params.get("socket_buffer_kib") or 0) * 1024
+    buffers = drv.socket_buffer_options(size) if size else {}
+    options = merge_options(options, buffers)
+    answers_as = nodes.topology.node(node).role
+    if kind in (params.get("stub_resolvers") or []) and answers_as == "secondary":
+        # the seed's stub was the root at a local authoritative server; the lab's root
+        # delegates to every secondary (this one too), so the stub is the queried zone at the
+        # primary, which serves it
+        options = merge_options(options, drv.stub_resolver_options([ZONE]))
+        answers_as = "resolver (static-stub)"
+    return options, {"server_threads": threads, "seed_threads": int(wanted) if wanted else None,
+                     "socket_buffer_bytes": size if buffers else 0, "answers_as": answers_as}
 
 
 def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qfile: Path,
@@ -378,6 +438,9 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
                             drv.client_room_options(int(params["clients"])))
     if nodes.front_end(node):
         options["packet_cache"] = 2 * int(params["names"])  # answers from its cache
+    seed_options, settings = seed_settings(params, kind, node, nodes,
+                                           len(cpus.parse(placement.server)))
+    options = merge_options(options, seed_options)
     running = nodes.needed(node)
     cell_params = {"server": kind, "server_node": node,
                    "role": nodes.topology.node(node).role, "transports": transports,
@@ -402,6 +465,7 @@ def run_server(run: Run, nodes: ServerNodes, kind: str, zones: list[ZoneRef], qf
             **{f"tls_{t}": v for t, v in tls.items() if v}, **nodelay,
             "transports": transports, "not_served": not_served, "server_node": node,
             "server_cores": len(cpus.parse(placement.server)),
+            **settings, "host_sysctls": host_sysctls(),
             "warm_qps": round(warm.qps, 1), "warm_completed": warm.completed,
             "warm_noerror": warm.rcodes.get("NOERROR", 0),
             "rtt_ms": float(params.get("rtt_ms") or 0)})

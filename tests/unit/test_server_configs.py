@@ -251,3 +251,28 @@ def test_encrypted_listeners_are_the_manifests(kind, tmp_path):
     for transport in drv.encrypted_transports:
         assert str(TRANSPORT_PORTS[transport]) in text, (kind, transport)
     run_checker(kind, folder)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if driver(k).socket_buffer_options(1)])
+def test_a_kinds_own_socket_buffer_option_passes_its_checker(kind, tmp_path):
+    """F6's 512 KiB buffers (the seed's netsetup.sh) through each kind's own option."""
+    drv = driver(kind)
+    role = sorted(drv.roles)[0]
+    rendered = render_one(tmp_path / kind, kind, role,
+                          options=drv.socket_buffer_options(524288))
+    assert "524288" in node_files(rendered, "under-test")
+    run_checker(kind, rendered.node_dir("under-test"))
+
+
+def test_a_secondary_kind_run_as_a_stub_resolver_passes_its_checker(tmp_path):
+    """F6's BIND as its seed ran it: recursion through a static-stub root to the primary, no
+    zone of its own."""
+    drv = driver("bind")
+    rendered = render_one(tmp_path / "stub", "bind", "secondary",
+                          options=drv.stub_resolver_options(["."]))
+    text = node_files(rendered, "under-test")
+    assert "recursion yes;" in text and "type static-stub;" in text
+    assert "type secondary;" not in text
+    run_checker("bind", rendered.node_dir("under-test"))
+    with pytest.raises(LabError, match="no stub resolver settings for nsd"):
+        driver("nsd").stub_resolver_options(["."])
