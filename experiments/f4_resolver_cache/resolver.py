@@ -31,15 +31,25 @@ server's host, each side on every CPU of its own host; the ceiling's responder a
 the resolver's address there, through the same VXLAN path. Recorded in meta.json and in
 every cell.
 
-First, unless `ceiling: false`, `phase=ceiling`: the generator's own ceiling for exactly the
-cells' dnsperf command (one pass over the list at each `-q`; with `warm_s` > 0 also the warm
-cells' loop of that many seconds), `ceiling_trials` times, against `dnsload serve` (a canned
-responder) in the resolver's namespace on the resolver's CPUs, every DNS daemon held. Figures
-`ceiling_qps_q<q>` (median answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also
-`ceiling_loop_qps_q<q>`; `ceiling.csv` one row per pass; `dnsload/serve.jsonl` the
-responder's counts. dnsperf's own CPU share is no evidence of its limit: it busy-waits
-(99 % of a core while a pass waits seconds on a few slow names), so a pass is
-generator-limited when its qps is near this ceiling, not when dnsperf's CPU is high.
+First (after the calibration, below), unless `ceiling: false`, `phase=ceiling`: the
+generator's own ceiling for exactly the cells' dnsperf command (one pass over the list at
+each `-q`; with `warm_s` > 0 also the warm cells' loop of that many seconds),
+`ceiling_trials` times, against `dnsload serve` (a canned responder) in the resolver's
+namespace on the resolver's CPUs, every DNS daemon held. Figures `ceiling_qps_q<q>` (median
+answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also `ceiling_loop_qps_q<q>`;
+`ceiling.csv` one row per pass; `dnsload/serve.jsonl` the responder's counts. dnsperf's own
+CPU share is no evidence of its limit: it busy-waits (99 % of a core while a pass waits
+seconds on a few slow names), so a pass is generator-limited when its qps is near this
+ceiling, not when dnsperf's CPU is high.
+
+Before the ceiling and every other cell, unless `calibrate: false` (or WAN={}),
+`phase=calibration,round=<r>`: the emulated internet calibrated to the seed's cold pass
+(calibration.py): per round a fresh lab with that round's link shapes, a flush and one cold
+pass at `-q calibration_outstanding` (figures as a cold cell's, plus `met` {latency,
+slowest, lost}, `scale` and `broken_delay_ms`), until a pass meets every target or
+`calibration_rounds` ran; the round that met most (the nearest average latency among them)
+gives every later cell its shapes (meta.json `wan_calibrated`; each cell's `wan_from` names
+the round; no round meeting all: a warning in meta.json `warnings`).
 
 Then, in this order for each `-q` in `outstanding` (each cell a fresh lab):
 - `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
@@ -67,7 +77,10 @@ resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `cell.json` figures (dnsperf cells; the median over the trials, `qps_trials` each):
 `qps`, `sent`, `completed`, `lost`, `run_time_s`,
 `avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
-`generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
+`generator_cpu_pct`, `resolver_cpu_pct`, `names`; with the latency histogram also the
+waiting split by response code (`tail_split`): `healthy_answers`, `healthy_mean_ms`,
+`healthy_slot_s`, `tail_slot_s` (SERVFAIL answers' latencies plus `timeout_s` per lost
+query), `servfail_mean_ms`, `servfail_max_ms`; warm cells add `warmup_qps`,
 `warmup_run_time_s`, and from the wait: `failures_cached_after_fill`,
 `in_progress_after_fill`, `settle_s`, `failures_cached_at_start` (the warm resperf cell
 too). resperf cells: `max_throughput_qps`, `lost_at_max`,
@@ -485,7 +498,8 @@ def calibrate(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
         cell_id = f"phase=calibration,round={number}"
         figures = run.finished(cell_id)
         if figures is None:
-            with run.cell(cell_id, {"phase": "calibration", "round": number, "cache": "cold",
+            # no `cache` param: the claims' cold cells are the measured ones
+            with run.cell(cell_id, {"phase": "calibration", "round": number, "pass": "cold",
                                     "outstanding": q, "names": params["names"],
                                     "wan": wan}) as cell:
                 lab = cell.up(replace(data, wan={n: s for n, s in wan.items()
