@@ -506,8 +506,10 @@ def calibrate(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
                                                  if n in per_node}), hold=idle)
                 if dead:
                     add_dead_addresses(lab, nodes, dead)
+                leak = LeakCheck(lab, nodes)
                 flush(lab, cell, nodes.resolver)
                 cell.figures.update(_pass(lab, cell, nodes, qfile, q, "dnsperf-1.txt", params))
+                cell.figures.update(leak.finish(cell))
                 cell.figures.update({"met": calibration.met(cell.figures, targets),
                                      "scale": round(search.scale, 4),
                                      "broken_delay_ms": wan.get(calibration.BROKEN_TIER, {})
