@@ -32,7 +32,10 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
                  generator_max: float | None = 1e6,
                  ramps: dict[str, tuple[float, float]] | None = None,
                  slowest_ms: float | dict[tuple[str, int], float] | None = 4900.0,
-                 histograms: bool = False, **kwargs: Any) -> Path:
+                 histograms: bool = False,
+                 healthy_ms: dict[str, float] | None = None,
+                 failing_s: dict[str, float] | None = None, split: bool = True,
+                 timeout_s: float = 5.0, **kwargs: Any) -> Path:
     """A resolver-cache run with one cell per (cache, -q) answering `qps`; `generator_max`:
     dnsperf's ceiling at every -q in the run's `phase=ceiling` cell (None: no ceiling cell,
     as in runs before it existed); `ramps`: a resperf ramp cell per cache state, {cache:
@@ -41,7 +44,13 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
     `slowest_ms` (the seed's: 4.8-5.0 s; a {(cache, -q): ms} for some passes; None: not
     recorded). `histograms`: each trial's pass keeps `trials.csv`'s row and its
     answer-latency histogram (`latency-<trial>.csv`, as dnsperf -v gives the procedure), over
-    the experiment file's emulated WAN."""
+    the experiment file's emulated WAN. The waiting split by response code (`split`; False:
+    not recorded, as before dnsperf -v kept it): the healthy names' mean latency per cache
+    state (`healthy_ms`, default cold 250 ms, warm 0.2 ms: the cache answers from memory)
+    and each failing name's slot seconds (`failing_s`, default 4.9 s cold and warm: the
+    seed's SERVFAILs, the tail the same either way)."""
+    healthy_ms = {"cold": 250.0, "warm": 0.2, **(healthy_ms or {})}
+    failing_s = {"cold": 4.9, "warm": 4.9, **(failing_s or {})}
     cells = []
     if generator_max is not None:
         cells.append(resolver_ceiling(generator_max, tuple(sorted({q for _, q in qps}))))
@@ -52,6 +61,11 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
             "avg_latency_ms": cold_latency_ms if cache == "cold" else 40.0}
         if generator_cpu is not None:
             figures["generator_cpu_pct"] = generator_cpu
+        if split:
+            healthy = sent - bad
+            figures.update({"healthy_answers": healthy, "healthy_mean_ms": healthy_ms[cache],
+                            "healthy_slot_s": round(healthy * healthy_ms[cache] / 1000, 3),
+                            "tail_slot_s": round(bad * failing_s[cache], 3)})
         slowest = (slowest_ms.get((cache, q), 4900.0) if isinstance(slowest_ms, dict)
                    else slowest_ms)
         if slowest is not None and value > 0:
@@ -76,7 +90,7 @@ def resolver_run(root: Path, qps: dict[tuple[str, int], float], *, cold_latency_
                               csv={"resperf.csv": (["time_s", "target_qps", "responses_per_s",
                                                     "failures_per_s"], rows)}))
     return write_run(root, "resolver-cache", cells,
-                     params={"names": 10000, "timeout_s": 5.0, "wan": WAN}, **kwargs)
+                     params={"names": 10000, "timeout_s": timeout_s, "wan": WAN}, **kwargs)
 
 
 def resolver_histogram(cache: str, answers: int, rng: np.random.Generator

@@ -31,15 +31,25 @@ server's host, each side on every CPU of its own host; the ceiling's responder a
 the resolver's address there, through the same VXLAN path. Recorded in meta.json and in
 every cell.
 
-First, unless `ceiling: false`, `phase=ceiling`: the generator's own ceiling for exactly the
-cells' dnsperf command (one pass over the list at each `-q`; with `warm_s` > 0 also the warm
-cells' loop of that many seconds), `ceiling_trials` times, against `dnsload serve` (a canned
-responder) in the resolver's namespace on the resolver's CPUs, every DNS daemon held. Figures
-`ceiling_qps_q<q>` (median answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also
-`ceiling_loop_qps_q<q>`; `ceiling.csv` one row per pass; `dnsload/serve.jsonl` the
-responder's counts. dnsperf's own CPU share is no evidence of its limit: it busy-waits
-(99 % of a core while a pass waits seconds on a few slow names), so a pass is
-generator-limited when its qps is near this ceiling, not when dnsperf's CPU is high.
+First (after the calibration, below), unless `ceiling: false`, `phase=ceiling`: the
+generator's own ceiling for exactly the cells' dnsperf command (one pass over the list at
+each `-q`; with `warm_s` > 0 also the warm cells' loop of that many seconds),
+`ceiling_trials` times, against `dnsload serve` (a canned responder) in the resolver's
+namespace on the resolver's CPUs, every DNS daemon held. Figures `ceiling_qps_q<q>` (median
+answered qps), `ceiling_qps_trials_q<q>`, with `warm_s` also `ceiling_loop_qps_q<q>`;
+`ceiling.csv` one row per pass; `dnsload/serve.jsonl` the responder's counts. dnsperf's own
+CPU share is no evidence of its limit: it busy-waits (99 % of a core while a pass waits
+seconds on a few slow names), so a pass is generator-limited when its qps is near this
+ceiling, not when dnsperf's CPU is high.
+
+Before the ceiling and every other cell, unless `calibrate: false` (or WAN={}),
+`phase=calibration,round=<r>`: the emulated internet calibrated to the seed's cold pass
+(calibration.py): per round a fresh lab with that round's link shapes, a flush and one cold
+pass at `-q calibration_outstanding` (figures as a cold cell's, plus `met` {latency,
+slowest, lost}, `scale` and `broken_delay_ms`), until a pass meets every target or
+`calibration_rounds` ran; the round that met most (the nearest average latency among them)
+gives every later cell its shapes (meta.json `wan_calibrated`; each cell's `wan_from` names
+the round; no round meeting all: a warning in meta.json `warnings`).
 
 Then, in this order for each `-q` in `outstanding` (each cell a fresh lab):
 - `cache=cold,outstanding=<q>`: `trials` times: flush the cache (the resolver
@@ -67,7 +77,10 @@ resperf cells `resperf.txt` (raw stdout), `resperf.gnuplot` (raw plot file) and
 `cell.json` figures (dnsperf cells; the median over the trials, `qps_trials` each):
 `qps`, `sent`, `completed`, `lost`, `run_time_s`,
 `avg_latency_ms`, `max_latency_ms`, `rcode_NOERROR`, `rcode_SERVFAIL`, `rcode_NXDOMAIN`,
-`generator_cpu_pct`, `resolver_cpu_pct`, `names`; warm cells add `warmup_qps`,
+`generator_cpu_pct`, `resolver_cpu_pct`, `names`; with the latency histogram also the
+waiting split by response code (`tail_split`): `healthy_answers`, `healthy_mean_ms`,
+`healthy_slot_s`, `tail_slot_s` (SERVFAIL answers' latencies plus `timeout_s` per lost
+query), `servfail_mean_ms`, `servfail_max_ms`; warm cells add `warmup_qps`,
 `warmup_run_time_s`, and from the wait: `failures_cached_after_fill`,
 `in_progress_after_fill`, `settle_s`, `failures_cached_at_start` (the warm resperf cell
 too). resperf cells: `max_throughput_qps`, `lost_at_max`,
@@ -97,6 +110,7 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.topology import LAN, Topology, spare_addresses
 from dnslab.wait import WaitTimeout, wait_until
+from experiments.f4_resolver_cache import calibration
 from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
@@ -333,7 +347,29 @@ def _pass(lab: Lab, cell: Cell, nodes: ResolverNodes, qfile: Path, q: int, name:
     keep = ("qps", "sent", "completed", "lost", "run_time_s", "avg_latency_ms",
             "max_latency_ms", "rcode_NOERROR", "rcode_SERVFAIL", "rcode_NXDOMAIN",
             "generator_cpu_pct")
-    return {k: row[k] for k in keep}
+    return {**{k: row[k] for k in keep}, **tail_split(result, float(params["timeout_s"]))}
+
+
+def tail_split(result: perf.DnsperfResult, timeout_s: float) -> dict[str, Any]:
+    """Which part of a pass's waiting was its failing tail and which its healthy names (from
+    dnsperf -v's answers by response code; {} without them): `healthy_answers` and
+    `healthy_mean_ms` (every answer but SERVFAIL), `healthy_slot_s` (their latencies' sum: the
+    seconds they held a dnsperf slot), `tail_slot_s` (the SERVFAIL answers' sum plus
+    `timeout_s` for each lost query), `servfail_mean_ms`, `servfail_max_ms`."""
+    by_rcode = result.latency_by_rcode
+    if not by_rcode:
+        return {}
+    healthy = [v for rcode, v in by_rcode.items() if rcode != "SERVFAIL"]
+    answers = sum(v.answers for v in healthy)
+    healthy_s = sum(v.sum_s for v in healthy)
+    failed = by_rcode.get("SERVFAIL", perf.RcodeLatency())
+    return {"healthy_answers": answers,
+            "healthy_mean_ms": round(1000 * healthy_s / answers, 3) if answers else None,
+            "healthy_slot_s": round(healthy_s, 3),
+            "tail_slot_s": round(failed.sum_s + result.lost * timeout_s, 3),
+            "servfail_mean_ms": (round(1000 * failed.sum_s / failed.answers, 3)
+                                 if failed.answers else None),
+            "servfail_max_ms": round(1000 * failed.max_s, 3) if failed.answers else None}
 
 
 def settle(lab: Lab, node: str, timeout_s: float) -> dict[str, Any]:
@@ -426,6 +462,79 @@ def ceiling_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
+def check_params(params: dict[str, Any]) -> None:
+    """What the rules cannot say, before the run starts: each calibration band a pair, low
+    first, and a slowest answer dnsperf can wait for."""
+    for key in ("calibration_latency_ms", "calibration_slowest_s"):
+        band = list(params.get(key) or [])
+        if len(band) != 2 or float(band[0]) > float(band[1]):
+            raise LabError(f"{key.upper()}={','.join(map(str, band))} is not a band",
+                           hint=f"two numbers, low first: {key.upper()}=230,407")
+    if params.get("calibrate") and \
+            float(params["calibration_slowest_s"][0]) >= float(params["timeout_s"]):
+        raise LabError(f"CALIBRATION_SLOWEST_S starts at {params['calibration_slowest_s'][0]} "
+                       f"s, not under dnsperf's timeout ({params['timeout_s']} s)",
+                       hint="a slowest answer under TIMEOUT_S (the seed: 4.77-4.96 s of 5 s)")
+
+
+def calibrate(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
+              per_node: dict[str, list[ZoneRef]], idle: list[str], dead: list[str]
+              ) -> tuple[dict[str, dict[str, float]], str | None]:
+    """`phase=calibration,round=<r>`: one cold pass per round in a fresh lab, the emulated
+    internet moved between rounds until the pass meets the seed's (calibration.py); returns
+    the link shapes the cells run with and the round they come from (None: calibration off,
+    the experiment file's shapes). No round meeting every target: the closest round's shapes,
+    and a warning the report shows."""
+    params = run.params
+    if not params.get("calibrate") or not params.get("wan"):  # WAN={}: nothing to move
+        return dict(params.get("wan") or {}), None
+    targets = calibration.Targets.of(params)
+    search = calibration.WanSearch.start(params.get("wan") or {})
+    q = int(params["calibration_outstanding"])
+    rounds: list[tuple[dict[str, Any], dict[str, bool]]] = []
+    shapes: list[dict[str, dict[str, float]]] = []
+    for number in range(1, int(params["calibration_rounds"]) + 1):
+        wan = search.wan()
+        cell_id = f"phase=calibration,round={number}"
+        figures = run.finished(cell_id)
+        if figures is None:
+            # no `cache` param: the claims' cold cells are the measured ones
+            with run.cell(cell_id, {"phase": "calibration", "round": number, "pass": "cold",
+                                    "outstanding": q, "names": params["names"],
+                                    "wan": wan}) as cell:
+                lab = cell.up(replace(data, wan={n: s for n, s in wan.items()
+                                                 if n in per_node}), hold=idle)
+                if dead:
+                    add_dead_addresses(lab, nodes, dead)
+                leak = LeakCheck(lab, nodes)
+                flush(lab, cell, nodes.resolver)
+                cell.figures.update(_pass(lab, cell, nodes, qfile, q, "dnsperf-1.txt", params))
+                cell.figures.update(leak.finish(cell))
+                cell.figures.update({"met": calibration.met(cell.figures, targets),
+                                     "scale": round(search.scale, 4),
+                                     "broken_delay_ms": wan.get(calibration.BROKEN_TIER, {})
+                                     .get("delay_ms")})
+                figures = dict(cell.figures)
+        done = search.step(figures, targets)
+        rounds.append((figures, done))
+        shapes.append(wan)
+        if all(done.values()):
+            break
+    chosen = calibration.best_round(rounds, targets)
+    if not all(rounds[chosen][1].values()):
+        figures = rounds[chosen][0]
+        run.warn(f"the emulated internet's calibration met no round's every target in "
+                 f"{len(rounds)} rounds: the closest (round {chosen + 1}) averaged "
+                 f"{float(figures['avg_latency_ms']):,.0f} ms (target "
+                 f"{targets.latency_ms[0]:g}-{targets.latency_ms[1]:g}), slowest answer "
+                 f"{float(figures.get('max_latency_ms') or 0) / 1000:.2f} s (target "
+                 f"{targets.slowest_s[0]:g}-{targets.slowest_s[1]:g}), {figures.get('lost')} "
+                 "lost; its shapes are the run's (CALIBRATION_ROUNDS for more rounds)")
+    run.writer.record("wan_calibrated", {"round": chosen + 1, "met": rounds[chosen][1],
+                                         "wan": shapes[chosen]})
+    return shapes[chosen], f"phase=calibration,round={chosen + 1}"
+
+
 def cache(run: Run) -> None:
     """resolver-cache: the generator's ceiling, cold and warm dnsperf trials at each -q,
     then resperf's ramps."""
@@ -444,8 +553,12 @@ def cache(run: Run) -> None:
             "placement": placement.as_dict()}
     trials = int(params["trials"])
     ceiling = bool(params.get("ceiling"))
-    run.plan(ceiling + 2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
+    rounds = int(params["calibration_rounds"]) if params.get("calibrate") else 0
+    run.plan(rounds + ceiling + 2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
              per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
+    wan, calibrated_in = calibrate(run, nodes, data, dnsperf_list, per_node, idle, dead)
+    data = replace(data, wan={node: shape for node, shape in wan.items() if node in per_node})
+    base["wan_from"] = calibrated_in or "the experiment file"
     # .get: a resumed run from before the ceiling cell keeps its own parameters
     if ceiling and run.finished("phase=ceiling") is None:
         run_ceiling(run, nodes, data, dnsperf_list, placement)

@@ -27,7 +27,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    per_round: bool = False, answered_share: float = 0.8,
                    lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
-                   ceiling_first_share: float = 1.0, **kwargs: Any) -> Path:
+                   ceiling_first_share: float = 1.0, timeout_s: float = 0.5,
+                   trial_s: int = 30, **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
     every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
@@ -41,9 +42,9 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     trials either way. `lost_gain`: lost queries per profile against the default's 1 % of its
     answers; `spread`: the trials' relative spread (qps and latency). `histograms`: each trial
     keeps its answer-latency histogram (`latency-l<load>-<trial>.csv`, as dnsperf -v gives the
-    procedure), shaped by `latency_histogram`."""
+    procedure), shaped by `latency_histogram`. `timeout_s`: dnsperf's (the experiment's
+    default 0.5 s, under the 1 s SYN retry); `trial_s`: each trial's length."""
     rng = np.random.default_rng(seed)
-    trial_s = 30
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
                  "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
                  "tcp-sack-0": {"net.ipv4.tcp_sack": "0"},
@@ -109,7 +110,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                                   sysctls=node))
     return write_run(root, "tcp-sysctl", cells,
                      params={"profiles": ["default", *gain], "trial_s": trial_s,
-                             "timeout_s": 2.0},
+                             "timeout_s": timeout_s},
                      topology={"name": "tcp", "file": "tcpauth.clab.yml", "nodes": {
                          "auth": {"role": "primary", "server": "knot"},
                          "client": {"role": "client", "server": "tools"}}}, **kwargs)
@@ -171,4 +172,4 @@ def like_cdcf(root: Path) -> Path:
                           seed=31,
                           answered_share=0.63, lost_gain={"default": 0.001, "diiner": 0.0,
                                                           "tso-win-divisor-1": 0.001},
-                          run_id="20261125T145605Z-cdcf")
+                          timeout_s=2.0, run_id="20261125T145605Z-cdcf")

@@ -43,6 +43,11 @@ Cells, in order:
   open loop: dnsperf may keep `rate x timeout` queries outstanding, so it offers the rate
   whatever the server does; at 100 % and above a profile that serves more shows it (the
   capacity is the default profile's, not a cap), and one that serves less loses queries.
+  `timeout_s` (0.5 s) is under the 1 s after which Linux retries a SYN (or handshake ACK)
+  that an overflowing listen queue dropped, so queries on such a connection are lost, as
+  the seed's were (F5.abort-on-overflow.lost); a saturated server's own queueing delay
+  (`max_outstanding` / its qps, ~50 ms) stays far below it. SCALE=seed: trials of the
+  seed's 300 s (`SEED_TRIAL_S`; the plan printed at the start gives both lengths).
 
 Files per profile cell: `trials.csv`, one row per trial: `trial` (the round), `load_pct`,
 `target_qps`, `sent_qps` (what dnsperf sent / trial_s: the rate it really offered), `outstanding`,
@@ -71,7 +76,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dnslab import cpus, paths
+import yaml
+
+from dnslab import cpus, findings, paths
 from dnslab.counters import deltas
 from dnslab.errors import LabError
 from dnslab.experiment import Cell, Run
@@ -83,6 +90,9 @@ from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
 ZONE = "tcp.test."
+# the seed's trial length ("at least twenty 5-minute trials of DNSperf"): SCALE=seed
+SEED_TRIAL_S = int(yaml.safe_load(findings.experiment_file("tcp-sysctl").read_text())
+                   ["scales"]["seed"]["trial_s"])
 
 
 def write_zone(run: Run, names: int) -> tuple[ZoneRef, Path]:
@@ -253,6 +263,24 @@ def unsaturated_warning(rows: list[dict[str, Any]], loads: list[int]) -> str | N
             f"with a higher load, e.g. LOADS={suggest})")
 
 
+def hours(params: dict[str, Any], trial_s: float) -> float:
+    """About how long the profile cells take with trials of `trial_s` seconds."""
+    per_cell = len(params["loads"]) * (trial_s + 2 * params["timeout_s"] + 1) + 10
+    return (len(params["profiles"]) * params["trials"] * per_cell + 60) / 3600
+
+
+def plan_line(params: dict[str, Any]) -> str:
+    """The study's size and length as the run prints it, with the seed's trial length
+    beside when the run's trials are shorter (F5.no-effect's +-5 % needs the seed's)."""
+    line = (f"tcp-sysctl: {len(params['profiles'])} profiles x {params['trials']} rounds x "
+            f"{len(params['loads'])} loads x {params['trial_s']} s: about "
+            f"{hours(params, params['trial_s']):.1f} h")
+    if params["trial_s"] < SEED_TRIAL_S:
+        line += (f" (the seed's {SEED_TRIAL_S} s trials, SCALE=seed: about "
+                 f"{hours(params, SEED_TRIAL_S):.1f} h)")
+    return line
+
+
 def trials(run: Run) -> None:
     """tcp-sysctl: measure capacity and the generator's ceiling, then `trials` rounds, each
     one cell per profile (order rotated) with one trial per load."""
@@ -274,9 +302,7 @@ def trials(run: Run) -> None:
     per_cell = len(loads) * trial_s + 10
     run.plan(1 + bool(params.get("ceiling")) + len(profiles) * params["trials"],
              per_cell_s=per_cell)
-    print(f"tcp-sysctl: {len(profiles)} profiles x {params['trials']} rounds x "
-          f"{len(loads)} loads x {params['trial_s']} s: about "
-          f"{(len(profiles) * params['trials'] * per_cell + 60) / 3600:.1f} h", file=sys.stderr)
+    print(plan_line(params), file=sys.stderr)
     done = run.finished("phase=capacity")
     if done is not None:
         capacity = float(done["capacity_qps"])

@@ -57,6 +57,8 @@ class DnsperfResult:
     stdev_latency_s: float | None = None
     reconnections: int | None = None
     rcodes: dict[str, int] = field(default_factory=dict)
+    # with dnsperf -v: per response code, its answers' count, latency sum and slowest
+    latency_by_rcode: dict[str, RcodeLatency] = field(default_factory=dict)
     generator_cpu_s: float | None = None
     wall_s: float | None = None
     returncode: int = 0
@@ -68,7 +70,7 @@ class DnsperfResult:
 
     def row(self) -> dict[str, Any]:
         """A flat CSV row (rcodes as `rcode_<NAME>` columns are added by the caller)."""
-        row = {k: v for k, v in asdict(self).items() if k != "rcodes"}
+        row = {k: v for k, v in asdict(self).items() if k not in ("rcodes", "latency_by_rcode")}
         row["failures_per_s"] = round(self.failures_per_s, 3)
         row["avg_latency_ms"] = _ms(self.avg_latency_s)
         row["max_latency_ms"] = _ms(self.max_latency_s)
@@ -113,22 +115,41 @@ def parse_dnsperf(text: str) -> DnsperfResult:
 
 
 # dnsperf -v: one line per answer, "> NOERROR name TYPE 0.000856" (latency in s)
-_VERBOSE_ANSWER = re.compile(r"^> \S+ .* ([0-9]+\.[0-9]+)$")
+_VERBOSE_ANSWER = re.compile(r"^> (\S+) .* ([0-9]+\.[0-9]+)$")
 # latency histogram bins: 20 per decade from 10 us to 100 s (upper edges, in s)
 LATENCY_BINS = [10 ** (-5 + i / 20) for i in range(1, 141)]
 
 
+@dataclass
+class RcodeLatency:
+    """The answers of one response code in a pass: how many, their latencies' sum and the
+    slowest, in s."""
+
+    answers: int = 0
+    sum_s: float = 0.0
+    max_s: float = 0.0
+
+    def add(self, latency_s: float) -> None:
+        self.answers += 1
+        self.sum_s += latency_s
+        self.max_s = max(self.max_s, latency_s)
+
+
 class LatencyHistogram:
     """Counts of answer latencies in `LATENCY_BINS` (kept as raw data; percentiles are the
-    analysis' business)."""
+    analysis' business), and per response code the answers, their latencies' sum and the
+    slowest (`by_rcode`: which part of a pass's waiting its failures were)."""
 
     def __init__(self) -> None:
         self.counts = [0] * (len(LATENCY_BINS) + 1)  # the last one: above the top edge
+        self.by_rcode: dict[str, RcodeLatency] = {}
 
-    def add(self, latency_s: float) -> None:
+    def add(self, latency_s: float, rcode: str | None = None) -> None:
         import bisect
 
         self.counts[bisect.bisect_left(LATENCY_BINS, latency_s)] += 1
+        if rcode is not None:
+            self.by_rcode.setdefault(rcode, RcodeLatency()).add(latency_s)
 
     def write(self, path: Path) -> None:
         with open(path, "w", newline="") as handle:
@@ -142,7 +163,7 @@ def _split_verbose(stream: Any, handle: Any, histogram: LatencyHistogram) -> Non
     for line in stream:
         match = _VERBOSE_ANSWER.match(line.rstrip("\n"))
         if match:
-            histogram.add(float(match.group(1)))
+            histogram.add(float(match.group(2)), match.group(1))
         else:
             handle.write(line)
 
@@ -215,6 +236,8 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
     if histogram is not None and latency_csv is not None:
         histogram.write(latency_csv)
     result = parse_dnsperf(text)
+    if histogram is not None:
+        result.latency_by_rcode = histogram.by_rcode
     result.generator_cpu_s = round(cpu, 3) if cpu is not None else None
     result.wall_s = round(wall, 3)
     result.returncode = rc

@@ -323,7 +323,9 @@ def test_f4_warm_scales_without_a_warm_cache_is_not_a_pass(tmp_path: Path) -> No
         for q in (100, 200, 300):
             cells.append(synthetic.CellData({"cache": cache, "outstanding": q}, {
                 "qps": q / 0.3 * 0.9, "sent": 10000, "lost": 50, "rcode_SERVFAIL": 100,
-                "avg_latency_ms": 300.0}))
+                "avg_latency_ms": 300.0, "max_latency_ms": 4900.0,
+                # the waiting by response code: healthy names as slow warm as cold
+                "healthy_mean_ms": 250.0, "healthy_slot_s": 2462.5, "tail_slot_s": 735.0}))
     run = synthetic.write_run(tmp_path, "resolver-cache", cells, params={"names": 10000})
     expect(run, "F4.warm-over-cold", "not_reproduced")  # this claim sees it
     expect(run, "F4.warm-scales-with-q", "not_applicable")

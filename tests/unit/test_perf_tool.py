@@ -49,6 +49,10 @@ def test_verbose_lines_are_binned_and_the_rest_is_kept(tmp_path: Path) -> None:
                                          histogram)
     assert rc == 3 and wall > 0
     assert sum(histogram.counts) == 20000
+    # per response code: the answers, their latencies' sum and the slowest
+    noerror = histogram.by_rcode["NOERROR"]
+    assert noerror.answers == 20000 and noerror.max_s == 0.009
+    assert abs(noerror.sum_s - sum(0.001 * (1 + i % 9) for i in range(20000))) < 1e-6
     assert "Queries sent:         20000" in text and "a warning on stderr" in text
     assert "> NOERROR" not in text
     # the scratch files are gone: only the tool's summary stays in the cell
