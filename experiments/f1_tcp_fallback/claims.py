@@ -500,11 +500,11 @@ def _full_answer_server(run: Run) -> str:
     fills the additional section (BIND before 9.18.33 / 9.20.5: CVE-2024-11187's fix stops it
     above 13 records), else not applicable (setting)."""
     servers = sorted({str(c.params.get("server")) for c in run.cells if "server" in c.params})
-    named = _as_in_cells(servers, [str(s) for s in run.params.get("seed_servers")
+    judged = _as_in_cells(servers, [str(s) for s in run.params.get("seed_servers")
                                    or run.params.get("servers") or []])
-    sized = [s for s in named if any(c.figure("tac_tcp_size", optional=True) is not None
+    sized = [s for s in judged if any(c.figure("tac_tcp_size", optional=True) is not None
                                      for c in run.cells_where(server=s))]
-    require(bool(sized), f"no cell of {', '.join(named) or 'any server'} with answer sizes",
+    require(bool(sized), f"no cell of {', '.join(judged) or 'any server'} with answer sizes",
             "SERVERS=bind@9.16,... with RECORDS=before,after", cause=SETTING)
     server = sized[0]
     version = str(next(c for c in run.cells_where(server=server)

@@ -59,7 +59,7 @@ def add_rows(doc: Path) -> None:
     text = doc.read_text()
     text = re.sub(r"(\| F\d+ \| `experiments/[^\n]*\n)(?!\| F)",
                   rf"\1| F99 | `{FINDING_DIR}/` | Throwaway echo |\n", text, count=1)
-    text = re.sub(r"(\| bind916 \|[^\n]*\n)",
+    text = re.sub(r"(\| tools \| client \|[^\n]*\n)",
                   rf"\1| {KIND} | primary, secondary | {KIND} |\n", text, count=1)
     text = re.sub(r"(`dnslab\.server` \([^)]*)\)", rf"\1 | {KIND})", text, count=1)
     doc.write_text(text)
