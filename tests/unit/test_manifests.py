@@ -74,18 +74,23 @@ def test_a_version_the_lab_does_not_offer_is_one_line_naming_those_it_does(name,
         manifest.kind_version(name)
 
 
-def test_a_versions_label_must_be_its_package_versions(tmp_path, monkeypatch):
+def refused(tmp_path: Path, monkeypatch, text: str, match: str) -> None:
+    """A manifests folder holding only `odd.yaml` with `text` is refused with `match`."""
     (tmp_path / "odd.yaml").write_text(
-        "kind: odd\norder: 1\ndescription: x\nversion_command: [odd]\n"
-        "image: {dir: odd, package: odd}\n"
-        "versions: {'1.2': {version: '1.3.0-1', note: typo}}\n")
+        "kind: odd\norder: 1\ndescription: x\nversion_command: [odd]\n" + text)
     monkeypatch.setattr(manifest, "MANIFESTS", tmp_path)
     manifest.manifests.cache_clear()
     try:
-        with pytest.raises(manifest.ManifestError, match="version '1.2' holds 1.3.0-1"):
+        with pytest.raises(manifest.ManifestError, match=match):
             manifest.manifests()
     finally:
         manifest.manifests.cache_clear()
+
+
+def test_a_versions_label_must_be_its_package_versions(tmp_path, monkeypatch):
+    refused(tmp_path, monkeypatch, "image: {dir: odd, package: odd}\n"
+            "versions: {'1.2': {version: '1.3.0-1', note: typo}}\n",
+            "version '1.2' holds 1.3.0-1")
 
 
 def test_the_script_prints_what_the_manifests_hold():
@@ -122,16 +127,8 @@ def test_the_script_prints_what_the_manifests_hold():
 
 
 def test_an_unknown_field_is_refused_naming_the_file(tmp_path, monkeypatch):
-    (tmp_path / "odd.yaml").write_text(
-        "kind: odd\norder: 1\ndescription: x\nversion_command: [odd]\ncolour: red\n"
-        "image: {dir: odd, package: odd, version: '1'}\n")
-    monkeypatch.setattr(manifest, "MANIFESTS", tmp_path)
-    manifest.manifests.cache_clear()
-    try:
-        with pytest.raises(manifest.ManifestError, match="odd.yaml: unknown field.*colour"):
-            manifest.manifests()
-    finally:
-        manifest.manifests.cache_clear()
+    refused(tmp_path, monkeypatch, "colour: red\nimage: {dir: odd, package: odd, version: '1'}\n",
+            "odd.yaml: unknown field.*colour")
 
 
 def test_a_pin_names_a_version_or_the_kind_whose_image_version_it_takes():
