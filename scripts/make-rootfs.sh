@@ -33,16 +33,9 @@ command -v debootstrap >/dev/null 2>&1 || {
 }
 [ "$(id -u)" = 0 ] || { echo "error: debootstrap needs root" >&2; exit 1; }
 
-# The first Debian (not security) mirror apt uses here, from one-line or deb822 sources.
-mirror=$(
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        awk '/^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; exit } }
-             /^URIs:/ { print $2; exit }' |
-        grep -v security | head -n 1
-)
-mirror=${mirror:-http://deb.debian.org/debian}
-mirror=${mirror%/}
-security_mirror=$(echo "$mirror" | sed 's#/debian$#/debian-security#')
+# shellcheck source=scripts/debian-apt.sh
+. "$(dirname "$0")/debian-apt.sh"
+mirror=$(host_debian_mirror)
 
 log=$(mktemp "${TMPDIR:-/tmp}/dnslab-rootfs.XXXXXX")
 explained=0 # set when the failure was said in one line already
@@ -71,30 +64,7 @@ for attempt in 1 2 3; do
 done
 
 # apt sources inside the root: same mirror, with updates and security (sid has neither).
-rm -f "$root/etc/apt/sources.list"
-if [ "$SUITE" = sid ]; then
-    cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
-Types: deb
-URIs: $mirror
-Suites: $SUITE
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-else
-    cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
-Types: deb
-URIs: $mirror
-Suites: $SUITE $SUITE-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: $security_mirror
-Suites: $SUITE-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-fi
+write_apt_sources "$root" "$SUITE" "$mirror"
 
 # Trim as the official -slim images do: no docs, man pages or translations in later installs.
 cat >"$root/etc/dpkg/dpkg.cfg.d/docker-slim" <<'EOF'

@@ -87,15 +87,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# The first Debian (not security) mirror apt uses on this host (as scripts/make-base-image.sh).
-mirror=$(
-    { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
-        awk '/^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; exit } }
-             /^URIs:/ { print $2; exit }' |
-        { grep -v security || true; } | head -n 1
-)
-mirror=${mirror:-http://deb.debian.org/debian}
-mirror=${mirror%/}
+# shellcheck source=scripts/debian-apt.sh
+. "$(dirname "$0")/debian-apt.sh"
+mirror=$(host_debian_mirror)
 
 rm -rf "$ROOT"
 mkdir -p "$ROOT"
@@ -109,8 +103,7 @@ else
         tail -n 30 "$CACHE/$SUITE.debootstrap.log" >&2
         exit 1
     }
-    rm -f "$ROOT/etc/apt/sources.list"
-    cat >"$ROOT/etc/apt/sources.list.d/debian.sources" <<EOF
+    write_apt_sources "$ROOT" "$SUITE" "$mirror"
 Types: deb
 URIs: $mirror
 Suites: $SUITE $SUITE-updates
