@@ -36,7 +36,7 @@ def test_a_run_of_two_versions_is_judged_per_version(tmp_path):
     # the run's own verdicts are its first version's, not a mix
     assert [v["status"] for v in summary["verdicts"]] == [
         v["status"] for v in by_version["bind@9.16"]]
-    drop = {key: next(v for v in vs if v["claim_id"] == "F1.capacity-drop")["measured"]
+    drop = {key: next(v for v in vs if v["claim_id"] == "F1.capacity-drop")["line"]
             for key, vs in by_version.items()}
     html = (run_dir / "report" / "report.html").read_text()
     assert 'id="versions"' in html and 'data-version="bind@9.18"' in html
@@ -45,8 +45,11 @@ def test_a_run_of_two_versions_is_judged_per_version(tmp_path):
     table = md[md.index("## Per version"):].splitlines()
     assert table[2] == "| claim | bind@9.16 | bind@9.18 |" and table[3] == "|---|---|---|"
     row = next(line for line in table if line.startswith("| F1.capacity-drop |"))
-    assert " reproduced: bind916: 8,000 -> 4,000 qps" in row.split("|")[2]
-    assert "not reproduced: bind: 9,000 -> 8,600 qps" in row.split("|")[3]
+    # each version's slide line, led by its status word
+    assert row.split("|")[2].strip().endswith(drop["bind@9.16"].replace("|", "\\|"))
+    assert drop["bind@9.16"].startswith("Reproduced: ")
+    assert drop["bind@9.18"].startswith("Not reproduced: ")
+    assert row.split("|")[3].strip().endswith(drop["bind@9.18"].replace("|", "\\|"))
     saved = json.loads((run_dir / "summary.json").read_text())
     assert saved["verdicts_by_version"] == by_version
 
