@@ -9,6 +9,7 @@ lines are collected in `summary.json` under `analysis.errors` for the CLI to pri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import Any
 
 from analysis import index, plots, report
 from analysis.rundata import load_run
-from analysis.verdicts import evaluate, evaluate_by_version
+from analysis.verdicts import evaluate, evaluate_by_version, version_view
 from dnslab import findings
 from dnslab.errors import LabError
 
@@ -45,7 +46,17 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
         specs = plots.plots_for(run)
     except LabError as exc:
         specs, derived_errors = [], [*derived_errors, exc.message]
-    rendered = [plots.render(spec, [run], report_dir) for spec in specs]
+    if by_version:  # each version's own figures: its cells are not another's repetitions
+        rendered = []
+        for key in by_version:
+            view, slug = version_view(run, key), key.replace("@", "-")
+            for spec in specs:
+                titled = dataclasses.replace(spec, title=f"{spec.title} ({key})")
+                drawn = plots.render(titled, [view], report_dir, stem=f"{spec.name}-{slug}")
+                drawn.name = f"{spec.name}-{slug}"
+                rendered.append(drawn)
+    else:
+        rendered = [plots.render(spec, [run], report_dir) for spec in specs]
 
     errors: list[str] = [*derived_errors, *collect_errors]
     errors += [f"{v['claim_id']}: {v['detail']}" for v in verdicts if v["status"] == "error"]

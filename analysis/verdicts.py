@@ -345,7 +345,7 @@ def version_view(run: Run, key: str) -> Run:
         other = _version_of(cell.params.get("server")) if "server" in cell.params else None
         return other is None or other == key or other.split("@")[0] != kind
 
-    meta = {**run.meta, "params": {**run.params, "seed_servers": names}}
+    meta = {**run.meta, "params": {**run.params, "seed_servers": names}, "judged_version": key}
     return dataclasses.replace(run, meta=meta, cells=[c for c in run.cells if kept(c)],
                                _csv_cache=run._csv_cache)
 

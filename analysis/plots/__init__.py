@@ -114,6 +114,8 @@ def describe(run: Run) -> str:
         parts.append(f"SCALE={run.meta['scale']}")
     if not run.complete:
         parts.append("INCOMPLETE RUN")
+    if run.meta.get("judged_version"):  # one version's view of a run of several
+        parts.append(f"{run.meta['judged_version']}'s cells")
     return " | ".join(parts)
 
 
