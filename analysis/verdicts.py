@@ -352,10 +352,12 @@ def version_view(run: Run, key: str) -> Run:
 
 def evaluate_by_version(run: Run) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """kind@version -> the verdicts of the run judged on that version (`version_view`), for
-    a run that measured a kind in several versions ({} otherwise), and the collection
-    errors."""
+    a run that measured a kind in several versions and has claims to judge ({} otherwise:
+    a comparison of one's own draws its versions side by side), and the collection errors."""
     found: dict[str, list[dict[str, Any]]] = {}
     errors: list[str] = []
+    if not experiment_claims(run.experiment):
+        return found, errors  # nothing to judge (a comparison of one's own): one view
     for key in run_versions(run):
         verdicts, more = evaluate(version_view(run, key))
         found[key] = [{**v, "version": key} for v in verdicts]

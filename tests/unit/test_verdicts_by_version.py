@@ -75,3 +75,18 @@ def test_the_book_shows_each_version_of_a_run_in_its_own_column(tmp_path):
     row = next(r for r in table.split("<tr>") if r.startswith("<td>F1.capacity-drop</td>"))
     assert "8,000 -> 4,000 qps" in row and "9,000 -> 8,600 qps" in row
     assert row.index("8,000 -> 4,000") < row.index("9,000 -> 8,600")
+
+
+def test_a_comparison_of_ones_own_keeps_its_versions_side_by_side(tmp_path):
+    """A run of one's own experiment file (no claims) that compared two versions draws them
+    in one figure: nothing is judged per version."""
+    from experiments.procedures import fixtures as compare_fx
+
+    run_dir = compare_fx.compare_run(tmp_path, {"bind@9.18": {"udp": 40000.0, "tcp": 20000.0},
+                                                "bind@9.20": {"udp": 42000.0, "tcp": 21000.0}},
+                                     ceiling={"udp": 90000.0, "tcp": 50000.0})
+    assert list(run_versions(load_run(run_dir))) == ["bind@9.18", "bind@9.20"]
+    summary = analyse(run_dir, update_index=False)
+    assert "verdicts_by_version" not in summary and summary["verdicts"] == []
+    assert summary["analysis"]["plots"] == ["report/compare_qps.png",
+                                            "report/compare_latency.png"]
