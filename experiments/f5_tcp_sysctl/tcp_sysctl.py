@@ -85,7 +85,9 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
+from dnslab.servers.manifest import short_name
 from dnslab.thresholds import SATURATED_SHARE
+from dnslab.topology import KindMap
 from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
@@ -286,11 +288,12 @@ def trials(run: Run) -> None:
     one cell per profile (order rotated) with one trial per load."""
     params = run.params
     server = params["server"]
-    # server kind -> the lab's authoritative node of that kind (the tcpauth lab has one each)
-    nodes = {kind: n.name for kind, n in run.topology.nodes_by_server("primary").items()}
+    # kind@version -> the lab's authoritative node of that version (the tcpauth lab has one
+    # of each kind), looked up by any name of a version (`knot` is its default)
+    nodes = KindMap({kind: n.name for kind, n in run.topology.nodes_by_server("primary").items()})
     if server not in nodes:
         raise LabError(f"SERVER={server!r} is not an authoritative server of this lab",
-                       hint="SERVER=" + ", ".join(nodes))
+                       hint="SERVER=" + ", ".join(short_name(k) for k in nodes))
     node = nodes[server]
     client = run.topology.node(role="client").name
     others = [n for n in nodes.values() if n != node]
