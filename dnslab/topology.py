@@ -194,6 +194,10 @@ class Topology:
             found.setdefault(node.image_key, node)
         return found
 
+    def names_by_server(self, role: str) -> KindMap[str]:
+        """As `nodes_by_server`, the nodes' names: what procedures pass down."""
+        return KindMap({key: node.name for key, node in self.nodes_by_server(role).items()})
+
     def nodes_where(self, *, role: str | None = None, server: str | None = None) -> list[Node]:
         """The nodes with this role and/or server (a kind's version, as in `node`), in file
         order."""

@@ -119,7 +119,7 @@ from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver, kind_param, merge_options
 from dnslab.sysctl import node_sysctls
-from dnslab.topology import KindMap, Topology
+from dnslab.topology import Topology
 from experiments.common import check_choice, write_rows
 from experiments.f1_tcp_fallback import stairs
 from experiments.f1_tcp_fallback.responses import (
@@ -182,8 +182,7 @@ class MobileNodes:
     @classmethod
     def of(cls, topo: Topology) -> MobileNodes:
         return cls(client=topo.node(role="client").name, primary=topo.node(role="primary").name,
-                   servers=KindMap({kind: node.name for kind, node
-                                    in topo.nodes_by_server("secondary").items()}))
+                   servers=topo.names_by_server("secondary"))
 
     def placement_sets(self, placement: cpus.Placement, node: str) -> dict[str, str]:
         """Node -> cpu-set: the client (load generator) on the generator's CPUs, the server

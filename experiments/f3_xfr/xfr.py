@@ -101,7 +101,7 @@ class Ends:
 def _by_kind(run: Run, role: str) -> KindMap[str]:
     """kind@version -> the lab's node of that version in `role` (the first, in file order),
     looked up by any name of a version."""
-    return KindMap({kind: node.name for kind, node in run.topology.nodes_by_server(role).items()})
+    return run.topology.names_by_server(role)
 
 
 def ends(run: Run, secondary_kind: str, primary: str | None = None) -> Ends:

@@ -87,7 +87,6 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
 from dnslab.servers.manifest import short_name
 from dnslab.thresholds import SATURATED_SHARE
-from dnslab.topology import KindMap
 from experiments.generators import perf
 from experiments.generators.dnsload import ensure_dnsload, serving
 
@@ -290,7 +289,7 @@ def trials(run: Run) -> None:
     server = params["server"]
     # kind@version -> the lab's authoritative node of that version (the tcpauth lab has one
     # of each kind), looked up by any name of a version (`knot` is its default)
-    nodes = KindMap({kind: n.name for kind, n in run.topology.nodes_by_server("primary").items()})
+    nodes = run.topology.names_by_server("primary")
     if server not in nodes:
         raise LabError(f"SERVER={server!r} is not an authoritative server of this lab",
                        hint="SERVER=" + ", ".join(short_name(k) for k in nodes))

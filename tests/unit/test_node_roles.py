@@ -8,7 +8,8 @@ The scan's rule. Every string literal (an `ast.Constant` str, docstrings include
 pieces too) that equals the name of a node of some `topologies/*.clab.yml` is a finding,
 unless it stands where it means something else than a node:
 - a role lookup: the value of a `role=` keyword, or a positional argument of `one`,
-  `by_role`, `nodes_by_server`, `nodes_where`, `_by_kind`, `node_with_role` (the
+  `by_role`, `nodes_by_server`, `names_by_server`, `nodes_where`, `_by_kind`,
+  `node_with_role` (the
   topology's and the run's lookups by role), as in `topo.node(role="client")`;
 - an experiment parameter: the key of `params[...]` / `params.get(...)` (any object named
   or ending in `params`), or a key of a dict returned by a function named `params` (a cell's
@@ -37,7 +38,8 @@ from experiments.f3_xfr.xfr import ends
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((ROOT / "topologies").glob("*.clab.yml"))
-ROLE_LOOKUPS = {"one", "by_role", "nodes_by_server", "nodes_where", "_by_kind", "node_with_role"}
+ROLE_LOOKUPS = {"one", "by_role", "nodes_by_server", "names_by_server", "nodes_where", "_by_kind",
+                "node_with_role"}
 
 
 def _raw(lab: str) -> dict:
