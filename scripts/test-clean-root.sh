@@ -104,18 +104,6 @@ else
         exit 1
     }
     write_apt_sources "$ROOT" "$SUITE" "$mirror"
-Types: deb
-URIs: $mirror
-Suites: $SUITE $SUITE-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: ${mirror%/debian}/debian-security
-Suites: $SUITE-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
     rm -f "$ROOT/var/cache/apt/archives/"*.deb
     tar -C "$ROOT" --numeric-owner -cf "$TARBALL.part" . && mv "$TARBALL.part" "$TARBALL"
     phase "debootstrap"
