@@ -18,6 +18,7 @@ RUNTIME ?= auto
 HOSTS ?=
 GENERATOR_HOST ?=
 SERVER_HOST ?=
+TEST_WORKERS ?= $(shell nproc)
 export LAB RUNTIME HOSTS GENERATOR_HOST SERVER_HOST
 
 # `make lab up`: the word after `lab` is the action, not a target of its own.
@@ -90,11 +91,14 @@ test-docker: $(VENV)/.installed
 test-clean-root: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m clean_root tests/integration/test_clean_root.py
 
-# Everything CI runs: lint, unit, netns integration with real daemons, containerlab's parser,
-# and the image smoke tests in real Docker.
+# Everything CI runs: lint, unit (one worker per core: pure CPU, a file per worker), then the
+# labs one at a time (netns and clab integration with real daemons, the images in real
+# Docker). Each part's timings in build/test-*.xml (scripts/test-times.py sums them per file).
 test: test-setup containerlab dnsload
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
-	@$(VENV)/bin/pytest --durations=30 tests experiments
+	@$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --junitxml=build/test-unit.xml \
+		tests/unit experiments
+	@$(VENV)/bin/pytest --durations=30 --junitxml=build/test-labs.xml tests/integration tests/docker
 
 containerlab:
 	@scripts/build-containerlab.sh

@@ -107,6 +107,12 @@ def sample_counters() -> dict[str, int]:
         "tcp_syn_sent": states[TCP_SYN_SENT],
         "tcp_time_wait": tw if tw is not None else states[TCP_TIME_WAIT],
         "tcp_total": states["total"],
+        # how connections ended without TIME_WAIT on either side: resets sent (one closed
+        # with unread data: TCPAbortOnClose; one reset while open: EstabResets)
+        "tcp_out_rsts": tcp.get("OutRsts", 0),
+        "tcp_estab_resets": tcp.get("EstabResets", 0),
+        "tcp_abort_on_close": ext.get("TCPAbortOnClose", 0),
+        "tcp_abort_on_data": ext.get("TCPAbortOnData", 0),
     }
 
 

@@ -45,7 +45,8 @@ class Host(Protocol):
 COLUMNS = ["t", "cpu_pct", "rss_kb", "udp_in_errors", "udp_rcvbuf_errors", "tcp_active_opens",
            "tcp_passive_opens", "listen_overflows", "listen_drops", "retrans_segs",
            "tcp_estab", "tcp_time_wait", "tcp_syn_sent", "tcp_total", "syn_retrans",
-           "req_q_full_drops"]
+           "req_q_full_drops", "tcp_out_rsts", "tcp_estab_resets", "tcp_abort_on_close",
+           "tcp_abort_on_data"]
 
 def _output(out: Path | None, stream: IO[str] | None) -> Any:
     return open(out, "w", newline="") if out is not None else nullcontext(stream)
@@ -116,13 +117,18 @@ class NodeMonitor:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
             tick = time.monotonic()
-            while not self.stop_event.is_set():
+            # a last row when stopped: the state the measurement ended in (a transfer run's
+            # last TIME_WAIT sockets appear after the last 1 s tick, not before it)
+            while True:
+                stopping = self.stop_event.is_set()
                 row: dict[str, object] = {"t": round(time.monotonic() - self.t0, 3)}
                 row.update(sample_counters())
                 row["cpu_pct"], row["rss_kb"] = tree.sample()
                 writer.writerow(row)
                 handle.flush()
                 self.rows += 1
+                if stopping:
+                    break
                 tick += self.interval
                 self.stop_event.wait(max(0.0, tick - time.monotonic()))
 

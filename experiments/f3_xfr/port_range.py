@@ -94,6 +94,16 @@ def transfer_rate(cell_dir: Path, window_s: float | None = None
     return out
 
 
+def rate_window_s(failure_at_s: float, first_connect_failure_s: float | None) -> float:
+    """How long from its start a calibration's connection rate is taken over: the seed's
+    failure time, or the calibration's own first connect failure when sooner (after it the
+    secondary opens only as fast as TIME_WAIT frees ports: BIND 9.20 ran out of the seed's
+    range at 17 s, and a rate over 38 s would mix the two)."""
+    if first_connect_failure_s is None:
+        return failure_at_s
+    return min(failure_at_s, first_connect_failure_s)
+
+
 def auto_port_range(connections_per_s: float, failure_at_s: float,
                     seed_range: str = SEED_PORT_RANGE) -> str:
     """The range whose ports the secondary uses up in `failure_at_s` seconds at the measured

@@ -6,7 +6,9 @@ primary by default). Every transfer is a TCP connection from the secondary,
 which closes it and keeps the socket in TIME_WAIT for 60 s; once TIME_WAIT holds every port
 of `ip_local_port_range`, connect() fails with "address not available". Each cell records
 zones served over time (verified by querying the secondary), the secondary's log events
-(transfers completed, connect failures), and 1 Hz socket counters from its namespace.
+(transfers completed, connect failures), and 1 Hz socket counters from its namespace and
+the primary's (a last row when the cold start ends; `secondary_resets_sent` /
+`primary_resets_sent`: connections an end reset, which leave no TIME_WAIT).
 
 Whether N zones exhaust the ports depends on the machine: it takes more than ports / 60 s
 transfers per second. With `PORT_RANGE=auto` (the default) the run first measures the
@@ -14,7 +16,8 @@ secondary's rate in a calibration cell per transport (`phase=calibrate`: a cold 
 `calibrate_zones` zones, by default all of them, with the seed's port range) and then
 shrinks `ip_local_port_range` on the secondary (its own namespace) for the profiles that do
 not set it, to the connections the secondary opened in the first `failure_at_s` seconds of
-the calibration (38 s: when the seed's secondary failed). On a machine as fast as the
+the calibration (38 s: when the seed's secondary failed, or the calibration's own first
+connect failure if sooner: `rate_window_s`). On a machine as fast as the
 seed's the seed's range stays. `PORT_RANGE=seed` keeps the seed's exact 32768-60999;
 `PORT_RANGE="a b"` sets one.
 The calibration's raw files, the rate, the rule and the chosen range are in the calibration
@@ -32,6 +35,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -55,6 +59,7 @@ from experiments.f3_xfr.port_range import (
     TW_BUCKETS_KEY,
     auto_port_range,
     port_range_size,
+    rate_window_s,
     transfer_rate,
     tw_cap,
 )
@@ -181,6 +186,13 @@ def effective_sysctls(run: Run, profile_name: str, port_range: str | None = None
     return sysctls
 
 
+def _gained(monitor_csv: Path, column: str) -> int | None:
+    """What a counter gained over a cell's monitor file (None: not recorded)."""
+    series = read_series(monitor_csv, column)
+    growth = series.growth() if series else None
+    return int(growth) if growth is not None else None
+
+
 def check_transport(transport: str, *kinds: str) -> None:
     """A transport both ends can use (tls: XoT needs it on the primary and the secondary)."""
     if transport not in ("tcp", "tls"):
@@ -233,6 +245,11 @@ def run_cold_start_cell(run: Run, cell_id: str, zone_refs: list[ZoneRef], server
         time_wait = read_series(cell.path / "monitor" / f"{secondary}.csv", "tcp_time_wait")
         peak = time_wait.max() if time_wait else None
         tw_peak = int(peak) if peak is not None else None
+        # a connection one end resets leaves no TIME_WAIT on either: BIND 9.20's XoT
+        # secondary held TIME_WAIT for a third of its 30,000 connections, the primary none
+        for figure, node in (("secondary_resets_sent", secondary),
+                             ("primary_resets_sent", pair.primary)):
+            cell.figures[figure] = _gained(cell.path / "monitor" / f"{node}.csv", "tcp_out_rsts")
         cell.figures.update({
             "zones": len(names),
             "port_range_size": port_range_size(readback.get(PORT_RANGE_KEY)),
@@ -359,11 +376,16 @@ def choose_port_range(run: Run, server: str, transport: str,
     count = min(int(params["calibrate_zones"] or len(zone_refs)), len(zone_refs))
     cell_id = f"phase=calibrate,secondary={server},transport={transport}"
     cell_dir = run.cell_dir(cell_id)
-    if run.finished(cell_id) is None:
+    figures = run.finished(cell_id)
+    if figures is None:
         # the seed's range: far more ports than calibration zones, so nothing limits the rate
-        run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
-                            {"phase": "calibrate"}, transport, SEED_PORT_RANGE, primary)
-    rate = transfer_rate(cell_dir, window_s=float(params["failure_at_s"]))
+        cell = run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
+                                   {"phase": "calibrate"}, transport, SEED_PORT_RANGE, primary)
+        figures = cell.figures if cell is not None else {}
+    failed_at = figures.get("first_connect_failure_s")
+    window_s = rate_window_s(float(params["failure_at_s"]),
+                             None if failed_at is None else float(failed_at))
+    rate = transfer_rate(cell_dir, window_s=window_s)
     # a calibration over in a few seconds is better timed by its log lines than by 1 Hz samples
     coarse = int(rate["monitor_samples"] or 0) < MIN_RATE_SAMPLES
     connections = (rate["transfers_per_s"] if coarse else None) or rate["connections_per_s"] \
@@ -374,6 +396,7 @@ def choose_port_range(run: Run, server: str, transport: str,
     chosen = auto_port_range(float(connections), float(params["failure_at_s"]))
     choice = {"rule": "auto", "calibration_cell": cell_id, "calibration_zones": count,
               **rate, "rate_used_per_s": connections, "failure_at_s": params["failure_at_s"],
+              "rate_window_s": window_s,
               "time_wait_s": TIME_WAIT_S,
               "seed_port_range": SEED_PORT_RANGE, "port_range": chosen,
               "ports": port_range_size(chosen)}

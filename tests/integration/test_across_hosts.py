@@ -325,14 +325,17 @@ def test_resolver_cache_with_the_internet_and_its_wan_on_host_a(
     for cell_id, fig in figures.items():  # nothing left the lab, on either host
         assert fig["leak_datagrams"] == 0 and fig["outside_lab_packets"] == 0, cell_id
         assert fig["routes"] and all(r.startswith("198.18.0.0/24 ") for r in fig["routes"])
-    # judged as on one host with these parameters: the cold latency is; the cold/warm pair
-    # is unless the cold passes were quicker than the seed's (~105 ms at this scale, on one
-    # host too); the claims over several -q steps say this run has one
+    # judged as on one host with these parameters: the cold/warm pair is unless the cold
+    # passes were quicker than the seed's (~105 ms at this scale, on one host too); the claims
+    # over several -q steps say this run has one; the cold latency check says SCALE=ci's 2 s
+    # dnsperf timeout cannot see an answer as late as the seed's ~4.9 s
     verdicts = {v["claim_id"]: v for v in analysed(run)["verdicts"]}
     assert set(verdicts) == set(run.spec.claims)
     for claim in ("F4.warm-scales-with-q", "F4.cold-q-effect"):
         assert verdicts[claim]["status"] == "not_applicable", verdicts[claim]
-    assert verdicts["F4.cold-latency"]["status"] in ("reproduced", "not_reproduced")
+    cold_check = verdicts["F4.cold-latency"]
+    assert cold_check["status"] == "not_applicable" and "timeout 2 s" in cold_check["detail"], \
+        cold_check
     over = verdicts["F4.warm-over-cold"]
     assert over["status"] in ("reproduced", "not_reproduced") or \
         "cold passes averaged" in over["detail"], over

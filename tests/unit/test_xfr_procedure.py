@@ -14,6 +14,7 @@ from experiments.f3_xfr.port_range import (
     SEED_PORT_RANGE,
     auto_port_range,
     port_range_size,
+    rate_window_s,
     transfer_rate,
     tw_cap,
 )
@@ -57,6 +58,15 @@ def _write(path, text):
     path.write_text(text)
 
 
+def _opens(path, per_second):
+    """A monitor CSV whose connection count grows by per_second[i] in second i + 1."""
+    opened, rows = 0, ["t,tcp_active_opens", "0,0"]
+    for t, gained in enumerate(per_second, start=1):
+        opened += gained
+        rows.append(f"{t},{opened}")
+    _write(path, "\n".join(rows) + "\n")
+
+
 def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
     rows = ["t,tcp_active_opens"] + [f"{t},{max(0, 100 * (t - 2))}" for t in range(12)]
     # opens grow 100/s from t=2 to t=11 (900 connections over 9 s), flat before
@@ -74,11 +84,7 @@ def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
 def test_transfer_rate_over_the_first_seconds_when_the_rate_falls(tmp_path):
     # 800 connections/s for 10 s, then 200/s for 40 s: the ports a secondary uses up first
     # are those of its fast start, which a whole-run average hides
-    opened, rows = 0, ["t,tcp_active_opens", "0,0"]
-    for t in range(1, 51):
-        opened += 800 if t <= 10 else 200
-        rows.append(f"{t},{opened}")
-    _write(tmp_path / "monitor" / "sec-bind.csv", "\n".join(rows) + "\n")
+    _opens(tmp_path / "monitor" / "sec-bind.csv", [800] * 10 + [200] * 40)
     whole = transfer_rate(tmp_path)["connections_per_s"]
     first_10 = transfer_rate(tmp_path, window_s=10)["connections_per_s"]
     first_20 = transfer_rate(tmp_path, window_s=20)["connections_per_s"]
@@ -87,6 +93,19 @@ def test_transfer_rate_over_the_first_seconds_when_the_rate_falls(tmp_path):
     assert first_20 == pytest.approx(10000 / 20)
     # a window longer than the activity is the whole run
     assert transfer_rate(tmp_path, window_s=500)["connections_per_s"] == whole
+
+
+def test_the_calibration_rate_ends_at_its_own_first_connect_failure(tmp_path):
+    # 800 connections/s until the seed's range ran out at 17 s (BIND 9.20), then only as
+    # fast as TIME_WAIT frees ports: over the seed's 38 s the rate is about half the real one
+    _opens(tmp_path / "monitor" / "sec-bind920.csv", [800] * 17 + [100] * 43)
+    assert rate_window_s(38.0, None) == 38.0
+    assert rate_window_s(38.0, 17.0) == 17.0
+    assert rate_window_s(38.0, 45.0) == 38.0
+    seed_window = transfer_rate(tmp_path, window_s=rate_window_s(38.0, None))
+    own_window = transfer_rate(tmp_path, window_s=rate_window_s(38.0, 17.0))
+    assert own_window["connections_per_s"] == pytest.approx(800.0)
+    assert seed_window["connections_per_s"] == pytest.approx((17 * 800 + 21 * 100) / 38, abs=0.1)
 
 
 def test_transfer_rate_without_files_is_unknown(tmp_path):
