@@ -342,7 +342,10 @@ def version_view(run: Run, key: str) -> Run:
     kind = key.split("@")[0]
 
     def kept(cell: Any) -> bool:
-        other = _version_of(cell.params.get("server")) if "server" in cell.params else None
+        # the version a cell measured: its `server`, else its `secondary` (F3's calibration
+        # cells name only the ends: judged with 9.18, 9.20's calibration is not 9.18's)
+        measured = cell.params.get("server", cell.params.get("secondary"))
+        other = _version_of(measured) if measured is not None else None
         return other is None or other == key or other.split("@")[0] != kind
 
     meta = {**run.meta, "params": {**run.params, "seed_servers": names}, "judged_version": key}

@@ -202,6 +202,9 @@ def mean_cores(cores_csv: Path, cpu_set: str, t_start: float, t_end: float) -> f
     return round(sum(values) / len(values), 1) if values else None
 
 
+MIN_RATE_SPAN_S = 0.9  # one 1 Hz sample's gap, less its jitter
+
+
 def _windows(t: Sequence[float], values: Sequence[float],
              window_s: float) -> Iterator[tuple[float, float]]:
     """(seconds, increase) of a cumulative counter over every window of at most `window_s`
@@ -226,6 +229,9 @@ def peak_growth(t: Sequence[float], values: Sequence[float], window_s: float) ->
 
 
 def peak_rate(t: Sequence[float], values: Sequence[float], window_s: float) -> float:
-    """The highest increase of a cumulative counter per second over any `window_s` window."""
-    return max((grew / span for span, grew in _windows(t, values, window_s) if span > 0),
-               default=0.0)
+    """The highest increase of a cumulative counter per second over any `window_s` window
+    spanning at least MIN_RATE_SPAN_S (a monitor's last row comes when it stops, maybe
+    milliseconds after the tick before: a rate over that gap is noise)."""
+    shortest = min(window_s, MIN_RATE_SPAN_S)
+    return max((grew / span for span, grew in _windows(t, values, window_s)
+                if span >= shortest), default=0.0)

@@ -52,6 +52,9 @@ def _output(out: Path | None, stream: IO[str] | None) -> Any:
     return open(out, "w", newline="") if out is not None else nullcontext(stream)
 
 
+MIN_CPU_SPAN_S = 0.5  # the shortest span a CPU % is computed over
+
+
 class _ProcessTree:
     """CPU % and RSS of a daemon and its children (nsd forks workers). The pid is asked for
     at every sample until the daemon exists, so a node started after its monitor is seen."""
@@ -76,9 +79,12 @@ class _ProcessTree:
             return None, None
         now = time.monotonic()
         pct = None
-        if self.last_cpu is not None and now > self.last_t:
-            pct = round(100.0 * (cpu - self.last_cpu) / (now - self.last_t), 1)
-        self.last_cpu, self.last_t = cpu, now
+        # CPU time moves in 10 ms ticks: over a few ms (the last row, written when the
+        # monitor stops) one tick would read as hundreds of per cent
+        if self.last_cpu is None or now - self.last_t >= MIN_CPU_SPAN_S:
+            if self.last_cpu is not None:
+                pct = round(100.0 * (cpu - self.last_cpu) / (now - self.last_t), 1)
+            self.last_cpu, self.last_t = cpu, now
         return pct, rss
 
 

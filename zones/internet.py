@@ -14,7 +14,9 @@ The tail real traffic has: `slow_pct` % of the second-level zones are delegated 
 `slow_servers` and `dead_pct` % to `dead_servers` (the resolver lab gives those nodes a long,
 lossy or fully lossy WAN link: slow answers, timeouts, SERVFAIL), `broken_pct` % to
 `broken_servers` (servers that answer, but SERVFAIL: the lab's broken node has those zones
-configured without their data, as a secondary whose zone expired), and `nxdomain_pct` % of
+configured without their data, as a secondary whose zone expired; each broken zone is
+delegated to every broken server address, so a resolver tries them all before it gives up,
+as for a zone whose name servers all lost it), and `nxdomain_pct` % of
 the popular list are names that do not exist (`nx<k>.<sld>`, answered NXDOMAIN by the zone's
 server; about 7 % of real resolver traffic). The tiers draw from one stream in the order dead,
 slow, broken, so adding a tier leaves the others' zones where they were.
@@ -39,7 +41,7 @@ from zones.common import (
 )
 
 NAME = "internet"
-VERSION = 2  # bump when the generated content changes for the same parameters
+VERSION = 3  # bump when the generated content changes for the same parameters
 RESERVED_TLDS = ("example", "test", "internal")
 DEFAULTS: dict[str, Any] = {
     "root_servers": ["198.18.0.11"],
@@ -178,11 +180,10 @@ def build(out: Path, params: dict[str, Any], seed: int) -> dict[str, Any]:
         tld = sld.rsplit(".", 1)[1]
         bucket = tail.random() * 100
         dead, slow = params["dead_pct"], params["dead_pct"] + params["slow_pct"]
-        pool = (params["dead_servers"] if bucket < dead else
-                params["slow_servers"] if bucket < slow else
-                params["broken_servers"] if bucket < slow + params["broken_pct"]
-                else sld_addrs)
-        n_ns = min(2, len(pool))
+        tier = ("dead" if bucket < dead else "slow" if bucket < slow else
+                "broken" if bucket < slow + params["broken_pct"] else "sld")
+        pool = params[f"{tier}_servers"] if tier != "sld" else sld_addrs
+        n_ns = len(pool) if tier == "broken" else min(2, len(pool))
         servers = [pool[(i + k) % len(pool)] for k in range(n_ns)]
         ns_lines = [f"@ NS ns{k + 1}\nns{k + 1} {'AAAA' if ':' in a else 'A'} {a}\n"
                     for k, a in enumerate(servers)]

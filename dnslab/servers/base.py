@@ -282,6 +282,11 @@ class Driver:
                            hint="; ".join(f"{t}: {', '.join(kinds_serving(t))}" for t in missing))
         return {t: True for t in transports if t in ENCRYPTED_TRANSPORTS}
 
+    def extra_address_options(self, addresses: list[str]) -> dict[str, Any]:
+        """Serve on `addresses` as well as the node's own, addresses an experiment puts on
+        the node once it is up (F4's broken tier behind several name-server addresses)."""
+        raise self._not_for("extra listen address")
+
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """A resolver's tuned settings for `cores` cores (seed 003), `extra` over them."""
         raise self._not_for("resolver")

@@ -46,5 +46,10 @@ class Nsd(Driver):
         # processing")
         return {"server": {"rrl-ratelimit": 0, "rrl-whitelist-ratelimit": 0}}
 
+    def extra_address_options(self, addresses: list[str]) -> dict[str, Any]:
+        # bound before the addresses exist (nsd.conf(5) ip-freebind: "bind to nonlocal
+        # addresses"): the experiment adds them to the node after it is up
+        return {"extra_addresses": list(addresses)} if addresses else {}
+
     def reload_argv(self, node_dir: Path, zone: str) -> list[str]:
         return ["sh", "-c", f'kill -HUP "$(cat "{node_dir}/nsd.pid")"']

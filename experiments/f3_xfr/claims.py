@@ -431,6 +431,15 @@ def seed_range_cells(run: Run) -> list[Cell]:
             and port_range_read_back(run, c) == SEED_PORT_RANGE]
 
 
+def _cold_start_label(cell: Cell) -> str:
+    """A cold start named as a speaker reads it ("tcp calibration", "tls rep 1"), not by
+    every parameter its run varied (versions, nodes, options)."""
+    p = cell.params
+    return " ".join([str(p.get("transport", "tcp")),
+                     *(["calibration"] if p.get("phase") == "calibrate" else []),
+                     *([f"rep {p['rep']}"] if "rep" in p else [])])
+
+
 @claim(
     "F3.seed-range.exhaustion",
     title="The seed's exact condition: the default 28,231-port range runs out",
@@ -465,7 +474,7 @@ def test_seed_range_exhaustion(run: Run, verdict: Verdict, at_ceiling: float) ->
         peaks.append(cs.tw_peak)
         ports.append(cs.ports)
         rates.append(connection_rate(run, cell) or cs.open_rate_per_s)
-        label = f"{cell.label}: "
+        label = f"{_cold_start_label(cell)}: "
         if not cs.exhaustion_predicted:
             unmet.append(label + f"peak TIME_WAIT {cs.tw_peak:,.0f} of {cs.ports:,} ports at "
                          f"{rates[-1]:,.0f} conn/s, {cs.connect_failures:,} connect failures")

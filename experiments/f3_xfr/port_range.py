@@ -13,6 +13,7 @@ them is `xfr.py` in this package (`choose_port_range`, `effective_sysctls`).
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +64,21 @@ def transfer_rate(cell_dir: Path, window_s: float | None = None
     connections opened per second (what uses ports; 1 Hz monitor, from the last sample before
     growth to the last with growth, or only over the first `window_s` seconds of it: the rate
     falls as the secondary holds more zones, and ports run out on what it opened in the
-    first seconds) and transfers completed per second (log events, 10th to 90th percentile
-    so the start and the tail do not count)."""
+    first seconds; never past the cell's first connect failure, after which the secondary
+    opens only as fast as TIME_WAIT frees ports: BIND 9.20 ran out of the seed's range at
+    17 s) and transfers completed per second (log events, 10th to 90th percentile so the
+    start and the tail do not count). The monitor and the log events share one clock."""
     out: dict[str, float | int | None] = {"connections_per_s": None, "transfers_per_s": None,
-                                          "transfers": 0, "monitor_samples": 0}
+                                          "transfers": 0, "monitor_samples": 0,
+                                          "first_failure_t": None}
+    times: list[float] = []
+    events = cell_dir / "xfr_events.csv"
+    if events.exists():
+        with open(events) as handle:
+            rows = list(csv.DictReader(handle))
+        times = sorted(float(r["t"]) for r in rows if r["event"] == "transfer_ok")
+        failed = [float(r["t"]) for r in rows if r["event"] == "connect_failed"]
+        out["first_failure_t"] = min(failed) if failed else None
     monitor = next((cell_dir / "monitor").glob("sec-*.csv"), None)
     opens = read_series(monitor, "tcp_active_opens") if monitor is not None else None
     if opens is not None:
@@ -74,34 +86,22 @@ def transfer_rate(cell_dir: Path, window_s: float | None = None
         moving = [i for i in range(1, len(t)) if opened[i] > opened[i - 1]]
         if moving:
             first, last = moving[0] - 1, moving[-1]
-            if window_s is not None:
-                inside = [i for i in range(first + 1, last + 1) if t[i] - t[first] <= window_s]
+            end_t = t[first] + window_s if window_s is not None else math.inf
+            if out["first_failure_t"] is not None:
+                end_t = min(end_t, float(out["first_failure_t"]))
+            if end_t < t[last]:
+                inside = [i for i in range(first + 1, last + 1) if t[i] <= end_t]
                 last = inside[-1] if inside else first + 1
             span = t[last] - t[first]
             out["monitor_samples"] = last - first + 1
             if span > 0:
                 out["connections_per_s"] = round((opened[last] - opened[first]) / span, 1)
-    events = cell_dir / "xfr_events.csv"
-    if events.exists():
-        with open(events) as handle:
-            times = sorted(float(r["t"]) for r in csv.DictReader(handle)
-                           if r["event"] == "transfer_ok")
-        out["transfers"] = len(times)
-        if len(times) >= 10:
-            lo, hi = times[len(times) // 10], times[(9 * len(times)) // 10]
-            if hi > lo:
-                out["transfers_per_s"] = round(0.8 * len(times) / (hi - lo), 1)
+    out["transfers"] = len(times)
+    if len(times) >= 10:
+        lo, hi = times[len(times) // 10], times[(9 * len(times)) // 10]
+        if hi > lo:
+            out["transfers_per_s"] = round(0.8 * len(times) / (hi - lo), 1)
     return out
-
-
-def rate_window_s(failure_at_s: float, first_connect_failure_s: float | None) -> float:
-    """How long from its start a calibration's connection rate is taken over: the seed's
-    failure time, or the calibration's own first connect failure when sooner (after it the
-    secondary opens only as fast as TIME_WAIT frees ports: BIND 9.20 ran out of the seed's
-    range at 17 s, and a rate over 38 s would mix the two)."""
-    if first_connect_failure_s is None:
-        return failure_at_s
-    return min(failure_at_s, first_connect_failure_s)
 
 
 def auto_port_range(connections_per_s: float, failure_at_s: float,

@@ -17,7 +17,7 @@ secondary's rate in a calibration cell per transport (`phase=calibrate`: a cold 
 shrinks `ip_local_port_range` on the secondary (its own namespace) for the profiles that do
 not set it, to the connections the secondary opened in the first `failure_at_s` seconds of
 the calibration (38 s: when the seed's secondary failed, or the calibration's own first
-connect failure if sooner: `rate_window_s`). On a machine as fast as the
+connect failure if sooner: `transfer_rate`). On a machine as fast as the
 seed's the seed's range stays. `PORT_RANGE=seed` keeps the seed's exact 32768-60999;
 `PORT_RANGE="a b"` sets one.
 The calibration's raw files, the rate, the rule and the chosen range are in the calibration
@@ -59,7 +59,6 @@ from experiments.f3_xfr.port_range import (
     TW_BUCKETS_KEY,
     auto_port_range,
     port_range_size,
-    rate_window_s,
     transfer_rate,
     tw_cap,
 )
@@ -376,16 +375,11 @@ def choose_port_range(run: Run, server: str, transport: str,
     count = min(int(params["calibrate_zones"] or len(zone_refs)), len(zone_refs))
     cell_id = f"phase=calibrate,secondary={server},transport={transport}"
     cell_dir = run.cell_dir(cell_id)
-    figures = run.finished(cell_id)
-    if figures is None:
+    if run.finished(cell_id) is None:
         # the seed's range: far more ports than calibration zones, so nothing limits the rate
-        cell = run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
-                                   {"phase": "calibrate"}, transport, SEED_PORT_RANGE, primary)
-        figures = cell.figures if cell is not None else {}
-    failed_at = figures.get("first_connect_failure_s")
-    window_s = rate_window_s(float(params["failure_at_s"]),
-                             None if failed_at is None else float(failed_at))
-    rate = transfer_rate(cell_dir, window_s=window_s)
+        run_cold_start_cell(run, cell_id, zone_refs[:count], server, "default",
+                            {"phase": "calibrate"}, transport, SEED_PORT_RANGE, primary)
+    rate = transfer_rate(cell_dir, window_s=float(params["failure_at_s"]))
     # a calibration over in a few seconds is better timed by its log lines than by 1 Hz samples
     coarse = int(rate["monitor_samples"] or 0) < MIN_RATE_SAMPLES
     connections = (rate["transfers_per_s"] if coarse else None) or rate["connections_per_s"] \
@@ -396,7 +390,6 @@ def choose_port_range(run: Run, server: str, transport: str,
     chosen = auto_port_range(float(connections), float(params["failure_at_s"]))
     choice = {"rule": "auto", "calibration_cell": cell_id, "calibration_zones": count,
               **rate, "rate_used_per_s": connections, "failure_at_s": params["failure_at_s"],
-              "rate_window_s": window_s,
               "time_wait_s": TIME_WAIT_S,
               "seed_port_range": SEED_PORT_RANGE, "port_range": chosen,
               "ports": port_range_size(chosen)}

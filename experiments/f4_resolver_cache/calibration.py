@@ -104,8 +104,10 @@ class WanSearch:
             self.scale *= _scale_step(figures, targets)
         servfail = int(figures.get("rcode_SERVFAIL") or 0)
         self.most_servfail = max(self.most_servfail, servfail)
-        if servfail < self.most_servfail / 2:
-            # the failing names went past dnsperf's timeout (lost, not SERVFAIL): sooner
+        if servfail == 0 or servfail < self.most_servfail / 2:
+            # the failing names went past dnsperf's timeout (lost, not SERVFAIL): sooner. None
+            # at all is that too (a first round with three broken addresses at 250 ms lost all
+            # of them, and doubling the delay from there only lost them again)
             self.broken_high = self.broken_ms
         elif failing_slowest_s(figures) < targets.slowest_s[0]:
             self.broken_low = self.broken_ms

@@ -108,6 +108,7 @@ from dnslab.experiment import Cell, Run
 from dnslab.lab import Lab
 from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver
+from dnslab.servers.base import merge_options
 from dnslab.topology import LAN, Topology, spare_addresses
 from dnslab.wait import WaitTimeout, wait_until
 from experiments.f4_resolver_cache import calibration
@@ -155,22 +156,39 @@ class ResolverNodes:
                                          if n.name != resolver))
 
 
-def dead_addresses(params: dict[str, Any], topo: Topology, nodes: ResolverNodes) -> list[str]:
-    """The dead tier's name-server addresses: its node's own and `dead_addresses` - 1 spare
-    LAN addresses it is given as well. On the internet each dead domain has name servers of
-    its own, and a resolver learns each one's death separately (Unbound's infra cache keeps
-    a timeout count per address); behind one shared address the first few timeouts would
-    block it for all of them, and every later dead name would get an instant SERVFAIL."""
-    own = str(topo.node(nodes.tiers["sld-dead"]).address)
-    extra = max(0, int(params.get("dead_addresses") or 1) - 1)
-    return [own, *(str(a) for a in spare_addresses(topo, extra))]
+# the tiers whose zones' name servers are several addresses of one node: the parameter that
+# says how many, and the tier's share of the zones (none: its node's own address only)
+MULTI_ADDRESS_TIERS = {"sld-dead": ("dead_addresses", "dead_pct"),
+                       "sld-broken": ("broken_addresses", "broken_pct")}
+
+
+def tier_addresses(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
+                   ) -> dict[str, list[str]]:
+    """The dead and the broken tier's name-server addresses: each one's node's own, then the
+    spare LAN addresses it is given as well (`dead_addresses` - 1, then `broken_addresses` -
+    1, so the dead tier's do not move when the broken tier gets more).
+
+    Dead: on the internet each dead domain has name servers of its own, and a resolver learns
+    each one's death separately (Unbound's infra cache keeps a timeout count per address);
+    behind one shared address the first few timeouts would block it for all of them, and
+    every later dead name would get an instant SERVFAIL. Broken: each broken zone is delegated
+    to every broken address, and a resolver asks each before it answers SERVFAIL (Unbound: 5
+    tries per address, outbound-msg-retry), so its failing names take as long as the seed's
+    ~4.9 s at a delay below Unbound's first timeout (376 ms), which one address never did."""
+    counts = {tier: max(1, int(params.get(key) or 1)) if float(params.get(share) or 0) else 1
+              for tier, (key, share) in MULTI_ADDRESS_TIERS.items()}
+    spare = iter(spare_addresses(topo, sum(count - 1 for count in counts.values())))
+    return {tier: [str(topo.node(nodes.tiers[tier]).address),
+                   *(str(next(spare)) for _ in range(count - 1))]
+            for tier, count in counts.items()}
 
 
 def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
              ) -> tuple[zones.ZoneSet, dict[str, list[ZoneRef]]]:
     """The emulated internet for this lab's addresses, and which node serves which zones."""
     addr = {tier: str(topo.node(node).address) for tier, node in nodes.tiers.items()}
-    dead = dead_addresses(params, topo, nodes)
+    several = tier_addresses(params, topo, nodes)
+    dead, broken_addrs = several["sld-dead"], several["sld-broken"]
     tail = {key: float(params.get(key, 0)) for key in (*TAIL_TIERS, "nxdomain_pct")}
     zone_set = zones.ensure("internet", {
         "root_servers": [addr["root"]], "tld_servers": [addr["tld"]],
@@ -178,10 +196,10 @@ def internet(params: dict[str, Any], topo: Topology, nodes: ResolverNodes
         "names": max(params["names"], params["resperf_names"]),
         **({"slow_servers": [addr["sld-slow"]]} if tail["slow_pct"] else {}),
         **({"dead_servers": dead} if tail["dead_pct"] else {}),
-        **({"broken_servers": [addr["sld-broken"]]} if tail["broken_pct"] else {}),
+        **({"broken_servers": broken_addrs} if tail["broken_pct"] else {}),
         **{k: v for k, v in tail.items() if v}}, seed=params["seed"])
     node_of = {a: nodes.tiers[tier] for tier, a in addr.items()} | {
-        a: nodes.tiers["sld-dead"] for a in dead}
+        a: nodes.tiers[tier] for tier, addresses in several.items() for a in addresses}
     per_node: dict[str, list[ZoneRef]] = {n: [] for n in nodes.auth}
     broken = nodes.tiers["sld-broken"]
     for zone in zone_set.zones:
@@ -206,16 +224,19 @@ def name_lists(run: Run, zone_set: zones.ZoneSet) -> tuple[Path, Path]:
     return dnsperf_list, popular
 
 
-def add_dead_addresses(lab: Lab, nodes: ResolverNodes, addresses: list[str]) -> None:
-    """Put the dead tier's extra addresses on its node's eth1 (gone with the node), and pin
-    every dead address to that node's MAC in the resolver's neighbour table: a link that
-    loses everything also loses ARP replies under netem, and a query that never leaves the
-    resolver would not reach the node (nor be counted by the leak check)."""
-    dead = nodes.tiers["sld-dead"]
-    _ip_in(lab, dead, [f"addr add {a}/{LAN.prefixlen} dev eth1" for a in addresses[1:]])
-    link = json.loads(_ip_in(lab, dead, ["link show dev eth1"], "-j"))[0]["address"]
-    _ip_in(lab, nodes.resolver, [f"neigh replace {a} lladdr {link} dev eth1 nud permanent"
-                                 for a in addresses])
+def add_tier_addresses(lab: Lab, nodes: ResolverNodes, several: dict[str, list[str]]) -> None:
+    """Put each tier's extra addresses (`tier_addresses`, its node's own first) on its node's
+    eth1 (gone with the node), and pin every one of them to that node's MAC in the resolver's
+    neighbour table: a link that loses everything also loses ARP replies under netem, and a
+    query that never leaves the resolver would not reach the node (nor be counted by the leak
+    check). The broken node's NSD listens on its extra addresses already (ip-freebind)."""
+    pins = []
+    for tier, addresses in several.items():
+        node = nodes.tiers[tier]
+        _ip_in(lab, node, [f"addr add {a}/{LAN.prefixlen} dev eth1" for a in addresses[1:]])
+        link = json.loads(_ip_in(lab, node, ["link show dev eth1"], "-j"))[0]["address"]
+        pins += [f"neigh replace {a} lladdr {link} dev eth1 nud permanent" for a in addresses]
+    _ip_in(lab, nodes.resolver, pins)
 
 
 def _ip_in(lab: Lab, node: str, commands: list[str], *options: str) -> str:
@@ -283,18 +304,23 @@ class LeakCheck:
         lab, resolver = self.lab, self.nodes.resolver
         after = self._quiet()
         sent = after[resolver]["OutDatagrams"] - self.before[resolver]["OutDatagrams"]
-        received = sum(_received(after[n]) - _received(self.before[n])
-                       for n in (self.nodes.client, *self.nodes.auth))
+        by_node = {n: _received(after[n]) - _received(self.before[n])
+                   for n in (self.nodes.client, *self.nodes.auth)}
+        received = sum(by_node.values())
         rules = lab.run(resolver, ["iptables", "-w", "-nvxL", "OUTPUT"]).stdout
         match = re.search(r"^\s*(\d+)\s+\d+\s+.*dnslab-leak", rules, re.M)
         routes = lab.run(resolver, ["ip", "-4", "route", "show"]).stdout.strip().splitlines()
         evidence = {"resolver_out_datagrams": sent, "lab_received_datagrams": received,
                     "leak_datagrams": sent - received,
                     "outside_lab_packets": int(match.group(1)) if match else None,
-                    "routes": routes, "iptables": rules}
+                    "routes": routes, "iptables": rules, "received_by_node": by_node}
         (cell.path / "leak.json").write_text(json.dumps(evidence, indent=1))
-        return {k: evidence[k] for k in ("leak_datagrams", "outside_lab_packets", "routes",
-                                         "resolver_out_datagrams")}
+        # what the broken tier was asked: the resolver's tries per failing name (Unbound:
+        # 5 an address) over the pass's SERVFAIL answers
+        broken = self.nodes.tiers["sld-broken"]
+        return {**{k: evidence[k] for k in ("leak_datagrams", "outside_lab_packets", "routes",
+                                            "resolver_out_datagrams")},
+                "broken_tier_datagrams": by_node.get(broken)}
 
 
 # --- the experiment --------------------------------------------------------------------------
@@ -309,7 +335,13 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
     resolver = driver(topo.node(nodes.resolver).server)
     # authoritative servers answer the resolver at any rate
     options = {n: driver(topo.node(n).server).no_rate_limit_options() for n in nodes.auth}
-    options[nodes.tiers["sld-broken"]]["health_rcodes"] = ["SERVFAIL"]  # works when it fails
+    broken = nodes.tiers["sld-broken"]
+    options[broken]["health_rcodes"] = ["SERVFAIL"]  # works when it fails
+    # it serves the broken tier's other addresses too (added once it is up)
+    extra = tier_addresses(params, topo, nodes)["sld-broken"][1:]
+    if extra:
+        options[broken] = merge_options(
+            options[broken], driver(topo.node(broken).server).extra_address_options(extra))
     options[nodes.resolver] = resolver.resolver_options(
         cores, params.get(f"{resolver.kind}_options", {}))
     return LabData(
@@ -478,7 +510,8 @@ def check_params(params: dict[str, Any]) -> None:
 
 
 def calibrate(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
-              per_node: dict[str, list[ZoneRef]], idle: list[str], dead: list[str]
+              per_node: dict[str, list[ZoneRef]], idle: list[str],
+              several: dict[str, list[str]]
               ) -> tuple[dict[str, dict[str, float]], str | None]:
     """`phase=calibration,round=<r>`: one cold pass per round in a fresh lab, the emulated
     internet moved between rounds until the pass meets the seed's (calibration.py); returns
@@ -504,8 +537,7 @@ def calibrate(run: Run, nodes: ResolverNodes, data: LabData, qfile: Path,
                                     "wan": wan}) as cell:
                 lab = cell.up(replace(data, wan={n: s for n, s in wan.items()
                                                  if n in per_node}), hold=idle)
-                if dead:
-                    add_dead_addresses(lab, nodes, dead)
+                add_tier_addresses(lab, nodes, several)
                 leak = LeakCheck(lab, nodes)
                 flush(lab, cell, nodes.resolver)
                 cell.figures.update(_pass(lab, cell, nodes, qfile, q, "dnsperf-1.txt", params))
@@ -546,17 +578,20 @@ def cache(run: Run) -> None:
     dnsperf_list, resperf_list = name_lists(run, zone_set)
     data = _lab_data(params, run.topology, nodes, per_node, cores, zone_set.path, placement)
     idle = idle_nodes(nodes, per_node)
-    dead = dead_addresses(params, run.topology, nodes) if nodes.tiers["sld-dead"] in per_node \
-        else []
+    several = {tier: addresses for tier, addresses
+               in tier_addresses(params, run.topology, nodes).items()
+               if nodes.tiers[tier] in per_node}
     base = {"resolver_node": nodes.resolver, "names": params["names"], "cores": cores,
-            "zone_set": zone_set.set_id, "trials": params["trials"], "dead_addresses": len(dead),
+            "zone_set": zone_set.set_id, "trials": params["trials"],
+            **{key: len(several.get(tier, []))
+               for tier, (key, _) in MULTI_ADDRESS_TIERS.items()},
             "placement": placement.as_dict()}
     trials = int(params["trials"])
     ceiling = bool(params.get("ceiling"))
     rounds = int(params["calibration_rounds"]) if params.get("calibrate") else 0
     run.plan(rounds + ceiling + 2 * len(params["outstanding"]) + 2 * bool(params["resperf"]),
              per_cell_s=15 + trials * (20 + 2 * params["timeout_s"]))
-    wan, calibrated_in = calibrate(run, nodes, data, dnsperf_list, per_node, idle, dead)
+    wan, calibrated_in = calibrate(run, nodes, data, dnsperf_list, per_node, idle, several)
     data = replace(data, wan={node: shape for node, shape in wan.items() if node in per_node})
     base["wan_from"] = calibrated_in or "the experiment file"
     # .get: a resumed run from before the ceiling cell keeps its own parameters
@@ -570,8 +605,7 @@ def cache(run: Run) -> None:
             with run.cell(cell_id, {"cache": state, "outstanding": q, "tool": "dnsperf",
                                     **base}) as cell:
                 lab = cell.up(data, hold=idle)
-                if dead:
-                    add_dead_addresses(lab, nodes, dead)
+                add_tier_addresses(lab, nodes, several)
                 leak = LeakCheck(lab, nodes)
                 cell.monitor([nodes.resolver])
                 rows = []
@@ -594,8 +628,7 @@ def cache(run: Run) -> None:
         with run.cell(f"ramp=resperf,cache={state}",
                       {"cache": state, "tool": "resperf", **base}) as cell:
             lab = cell.up(data, hold=idle)
-            if dead:
-                add_dead_addresses(lab, nodes, dead)
+            add_tier_addresses(lab, nodes, several)
             leak = LeakCheck(lab, nodes)
             flush(lab, cell, nodes.resolver)
             cell.monitor([nodes.resolver])

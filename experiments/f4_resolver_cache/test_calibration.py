@@ -81,6 +81,16 @@ def test_a_broken_tier_that_overshoots_is_brought_back() -> None:
     assert state.broken_high == 2000.0 and state.broken_ms < 2000.0
 
 
+def test_a_first_round_with_no_servfail_at_all_goes_sooner() -> None:
+    """Run 0bb6 (three broken addresses at 250 ms): every broken name was lost, none
+    answered SERVFAIL, and the search doubled the delay as if they had failed too early."""
+    state = calibration.WanSearch.start(PARAMS["wan"])
+    slow = modelled_pass(state.wan(), fails_per_try=5.0)  # 5 x (5 x 250 + 300) ms: lost
+    assert slow["rcode_SERVFAIL"] == 0
+    state.step(slow, TARGETS)
+    assert state.broken_high == 250.0 and state.broken_ms == 125.0
+
+
 def test_lost_names_of_another_tier_do_not_move_the_broken_one() -> None:
     """A SCALE=ci search (run ff18) lost 0.8-1.2 % at every broken delay (the dead tier's
     names) and its slowest answer was a slow-tier name's (1.7-1.9 s): neither may shorten

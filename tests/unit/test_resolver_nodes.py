@@ -10,7 +10,7 @@ import yaml
 
 from dnslab import servers, topology
 from dnslab.errors import LabError
-from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, dead_addresses
+from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, tier_addresses
 
 RESOLVER_LAB = Path(__file__).resolve().parents[2] / "topologies" / "resolver.clab.yml"
 
@@ -73,19 +73,38 @@ def test_a_missing_tier_is_one_line_with_a_hint(tmp_path):
 def test_dead_zones_get_distinct_addresses_above_every_node():
     topo = topology.load("resolver")
     nodes = ResolverNodes.of(topo, "unbound")
-    dead = dead_addresses({"dead_addresses": 64}, topo, nodes)
+    dead = tier_addresses({"dead_addresses": 64, "dead_pct": 0.3}, topo, nodes)["sld-dead"]
     assert len(set(dead)) == 64
     assert dead[0] == str(topo.node(nodes.tiers["sld-dead"]).address)
     highest = max(n.address for n in topo.nodes.values())
     assert all(ipaddress.IPv4Address(a) > highest for a in dead[1:])
     assert all(ipaddress.IPv4Address(a) in topology.LAN for a in dead)
-    assert dead_addresses({"dead_addresses": 1}, topo, nodes) == dead[:1]
+    one = tier_addresses({"dead_addresses": 1, "dead_pct": 0.3}, topo, nodes)
+    assert one["sld-dead"] == dead[:1]
+
+
+def test_broken_zones_get_addresses_of_their_own_and_the_dead_ones_stay():
+    topo = topology.load("resolver")
+    nodes = ResolverNodes.of(topo, "unbound")
+    shares = {"dead_pct": 0.3, "broken_pct": 1.3}
+    alone = tier_addresses({"dead_addresses": 64, **shares}, topo, nodes)
+    both = tier_addresses({"dead_addresses": 64, "broken_addresses": 3, **shares}, topo, nodes)
+    # a tier with no zones takes no spare address
+    unused = tier_addresses({"dead_addresses": 64, "broken_addresses": 3, "dead_pct": 0.3},
+                            topo, nodes)
+    assert unused["sld-broken"] == alone["sld-broken"]
+    assert both["sld-dead"] == alone["sld-dead"]
+    assert alone["sld-broken"] == [str(topo.node(nodes.tiers["sld-broken"]).address)]
+    broken = both["sld-broken"]
+    assert broken[0] == alone["sld-broken"][0] and len(set(broken)) == 3
+    assert not set(broken) & set(both["sld-dead"])
 
 
 def test_too_many_dead_addresses_is_one_line(tmp_path):
     topo = topology.load("resolver")
     with pytest.raises(LabError) as err:
-        dead_addresses({"dead_addresses": 250}, topo, ResolverNodes.of(topo, "unbound"))
+        tier_addresses({"dead_addresses": 250, "dead_pct": 0.3}, topo,
+                       ResolverNodes.of(topo, "unbound"))
     assert "ask for at most" in err.value.one_line()
 
 
@@ -112,6 +131,14 @@ def test_the_broken_tier_serves_its_zones_without_their_data(tmp_path, monkeypat
         "health_rcodes": ["SERVFAIL"]}
     assert "health_rcodes" not in data.node_options[nodes.tiers["sld"]]
     assert data.node_options[nodes.resolver]["server"]["num-threads"] == 1
+    # behind three addresses: every broken zone names all three, the node's NSD serves them
+    several = {**params, "broken_addresses": 3}
+    zone_set, per_node = resolver.internet(several, topo, nodes)
+    addresses = resolver.tier_addresses(several, topo, nodes)["sld-broken"]
+    assert {z.name for z in per_node[nodes.tiers["sld-broken"]]} == {z.name for z in broken}
+    assert {z.fqdn for z in zone_set.zones if sorted(z.servers) == sorted(addresses)} == delegated
+    data = resolver._lab_data(several, topo, nodes, per_node, 1, zone_set.path)
+    assert data.node_options[nodes.tiers["sld-broken"]]["extra_addresses"] == addresses[1:]
 
 
 def test_a_node_meant_to_fail_is_healthy_when_it_fails():

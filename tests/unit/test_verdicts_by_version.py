@@ -90,3 +90,25 @@ def test_a_comparison_of_ones_own_keeps_its_versions_side_by_side(tmp_path):
     assert "verdicts_by_version" not in summary and summary["verdicts"] == []
     assert summary["analysis"]["plots"] == ["report/compare_qps.png",
                                             "report/compare_latency.png"]
+
+
+def test_a_cell_that_names_only_its_secondary_belongs_to_that_version(tmp_path):
+    # F3 with SERVERS=bind@9.18,bind@9.20: the calibration cells carry no `server`, only the
+    # ends (run e7a1 judged 9.18's seed-range claim on 9.20's calibrations before this)
+    from analysis.rundata import Cell, Run
+
+    run = Run(tmp_path, {"experiment": "xfr-30k-zones",
+                         "params": {"servers": ["bind@9.18", "bind@9.20"]}})
+    specs = {"phase=calibrate,secondary=bind@9.18,transport=tcp": {"secondary": "bind@9.18"},
+             "phase=calibrate,secondary=bind@9.20,transport=tcp": {"secondary": "bind@9.20"},
+             "transport=tcp,rep=0,server=bind@9.18": {"server": "bind@9.18",
+                                                       "secondary": "bind@9.18"},
+             "transport=tcp,rep=0,server=bind@9.20": {"server": "bind@9.20",
+                                                       "secondary": "bind@9.20"},
+             "phase=ceiling": {}}
+    run.cells = [Cell(run, cell_id, tmp_path / cell_id, params, {})
+                 for cell_id, params in specs.items()]
+    assert list(run_versions(run)) == ["bind@9.18", "bind@9.20"]
+    assert {c.id for c in version_view(run, "bind@9.18").cells} == {
+        "phase=calibrate,secondary=bind@9.18,transport=tcp",
+        "transport=tcp,rep=0,server=bind@9.18", "phase=ceiling"}

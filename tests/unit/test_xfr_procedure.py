@@ -14,7 +14,6 @@ from experiments.f3_xfr.port_range import (
     SEED_PORT_RANGE,
     auto_port_range,
     port_range_size,
-    rate_window_s,
     transfer_rate,
     tw_cap,
 )
@@ -72,7 +71,7 @@ def test_transfer_rate_from_the_monitor_and_the_log_events(tmp_path):
     # opens grow 100/s from t=2 to t=11 (900 connections over 9 s), flat before
     _write(tmp_path / "monitor" / "sec-bind.csv", "\n".join(rows) + "\n")
     events = ["t,event,zone"] + [f"{2 + i / 100:.2f},transfer_ok,z{i}" for i in range(900)]
-    events.append("5.0,connect_failed,zx")
+    events.append("11.0,connect_failed,zx")  # at the last sample: cuts nothing
     _write(tmp_path / "xfr_events.csv", "\n".join(events) + "\n")
     rate = transfer_rate(tmp_path)
     assert rate["connections_per_s"] == pytest.approx(100.0, rel=0.01)
@@ -96,22 +95,25 @@ def test_transfer_rate_over_the_first_seconds_when_the_rate_falls(tmp_path):
 
 
 def test_the_calibration_rate_ends_at_its_own_first_connect_failure(tmp_path):
-    # 800 connections/s until the seed's range ran out at 17 s (BIND 9.20), then only as
-    # fast as TIME_WAIT frees ports: over the seed's 38 s the rate is about half the real one
+    # 800 connections/s from t=1 until the seed's range ran out at t=18 (BIND 9.20), then
+    # only as fast as TIME_WAIT frees ports: over the seed's 38 s the rate is about half the
+    # real one. The failure's time is the log event's, on the monitor's clock.
     _opens(tmp_path / "monitor" / "sec-bind920.csv", [800] * 17 + [100] * 43)
-    assert rate_window_s(38.0, None) == 38.0
-    assert rate_window_s(38.0, 17.0) == 17.0
-    assert rate_window_s(38.0, 45.0) == 38.0
-    seed_window = transfer_rate(tmp_path, window_s=rate_window_s(38.0, None))
-    own_window = transfer_rate(tmp_path, window_s=rate_window_s(38.0, 17.0))
-    assert own_window["connections_per_s"] == pytest.approx(800.0)
-    assert seed_window["connections_per_s"] == pytest.approx((17 * 800 + 21 * 100) / 38, abs=0.1)
+    whole_38 = transfer_rate(tmp_path, window_s=38.0)
+    assert whole_38["connections_per_s"] == pytest.approx((17 * 800 + 21 * 100) / 38, abs=0.1)
+    _write(tmp_path / "xfr_events.csv", "t,event,zone\n1.5,transfer_ok,z1\n"
+           "17.4,connect_failed,z9\n17.9,connect_failed,z8\n")
+    own = transfer_rate(tmp_path, window_s=38.0)
+    assert own["first_failure_t"] == 17.4
+    assert own["connections_per_s"] == pytest.approx(800.0)
+    assert own["monitor_samples"] == 18  # t=0 .. 17
 
 
 def test_transfer_rate_without_files_is_unknown(tmp_path):
     (tmp_path / "monitor").mkdir()
     assert transfer_rate(tmp_path) == {"connections_per_s": None, "transfers_per_s": None,
-                                           "transfers": 0, "monitor_samples": 0}
+                                           "transfers": 0, "monitor_samples": 0,
+                                           "first_failure_t": None}
 
 
 def test_an_axfr_is_timed_by_its_log_lines_when_the_log_clock_is_fine_enough():
