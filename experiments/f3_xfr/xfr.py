@@ -49,7 +49,6 @@ from dnslab.render import LabData, ZoneRef
 from dnslab.servers import driver, kind_param
 from dnslab.servers.manifest import short_name
 from dnslab.sysctl import node_sysctls
-from dnslab.topology import KindMap
 from dnslab.wait import WaitTimeout, wait_until
 from experiments.f3_xfr.port_range import (
     MIN_RATE_SAMPLES,
@@ -102,16 +101,11 @@ class Ends:
                 "secondary": self.secondary_kind, "secondary_node": self.secondary}
 
 
-def _by_kind(run: Run, role: str) -> KindMap[str]:
-    """kind@version -> the lab's node of that version in `role` (the first, in file order),
-    looked up by any name of a version."""
-    return run.topology.names_by_server(role)
-
-
 def ends(run: Run, secondary_kind: str, primary: str | None = None) -> Ends:
     """The primary `primary` (else PRIMARY=, else the lab's first primary) and the secondary of
     `secondary_kind`; a LabError naming the choices when the lab has no such node."""
-    primaries, secondaries = _by_kind(run, "primary"), _by_kind(run, "secondary")
+    primaries = run.topology.names_by_server("primary")
+    secondaries = run.topology.names_by_server("secondary")
     primary_kind = primary or run.params.get("primary") or short_name(next(iter(primaries), ""))
     for name, kind, nodes in (("PRIMARY", primary_kind, primaries),
                               ("SECONDARY", secondary_kind, secondaries)):
