@@ -224,6 +224,19 @@ class Run:
         raise LabError(f"cannot tell which node is the {role} in {self.label}",
                        hint="meta.json topology.nodes should give each node's role")
 
+    def in_role(self, node: str, *, role: str) -> bool | None:
+        """Whether a node has `role` as meta.json's topology gives it (None: the run does not
+        say the node's role)."""
+        topo = self.meta.get("topology")
+        nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
+        specs = nodes.items() if isinstance(nodes, dict) else (
+            (spec.get("name"), spec) for spec in nodes if isinstance(spec, dict)
+        ) if isinstance(nodes, list) else ()
+        for name, spec in specs:
+            if name == node and isinstance(spec, dict) and spec.get("role"):
+                return spec["role"] == role
+        return None
+
     def data_files(self) -> list[str]:
         return sorted(str(p.relative_to(self.dir)) for p in self.dir.iterdir()
                       if p.is_file() and p.name != "summary.json")

@@ -288,15 +288,22 @@ def versioned_topology(spec: ExperimentSpec, params: dict[str, Any],
                        topology: Topology) -> Topology:
     """The lab with a node for every kind's version a parameter names that it has no node
     of (`SERVERS=bind@9.16,bind@9.20`: a BIND secondary per version), for each parameter
-    whose rule is `<role> kind` or `each <role> kind` (checked first: `check_params`)."""
+    whose rule is `<role> kind` or `each <role> kind`, or `server kind` (the version's node
+    takes the role of the lab's node of that kind, a secondary before a primary; checked
+    first: `check_params`)."""
     for key, rule in spec.rules.items():
         for form in rule.forms:
             element = form.element if form.kind == "each" else form
-            if element is None or element.kind != "role" or key not in params:
+            if element is None or element.kind not in ("role", "server kind") \
+                    or key not in params:
                 continue
             value = params[key]
             names = [str(v) for v in (value if isinstance(value, list) else [value]) if v]
-            topology = topology.with_versions(element.words[0], names)
+            if element.kind == "role":
+                topology = topology.with_versions(element.words[0], names)
+                continue
+            for name in names:
+                topology = topology.with_versions(topology.server_role(name), [name])
     return topology
 
 

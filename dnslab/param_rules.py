@@ -10,6 +10,8 @@ A rule is one or more forms joined by ` or `:
     text               at most 200 characters
     one of A, B, ...   one of these words
     <role> kind        a server kind the lab has a node of in that role (`secondary kind`)
+    server kind        a server kind the lab has a node of in any role but the client's,
+                       or an offered version of one (`bind@9.20`: a run adds its node)
     server node        a node of the lab that is not its client
     profile            a sysctl profile (experiments/profiles/)
     cpus               a cpu-set (`0-2,5`)
@@ -51,7 +53,7 @@ _LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
 _SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$")
 _RDTYPE = re.compile(r"^[A-Z][A-Z0-9]{0,9}$")
 WORD_FORMS = {"bool", "text", "profile", "cpus", "map", "sysctls", "wan", "query"}
-PHRASE_FORMS = {"dns name", "port range", "server node"}
+PHRASE_FORMS = {"dns name", "port range", "server node", "server kind"}
 NUMERIC = {"int", "number"}
 
 
@@ -285,10 +287,14 @@ def _problem(form: Form, value: Any, context: Context) -> str | Choice | None:
             version = _version_problem(str(value), form.words[0], context.topology)
             if version is not False:
                 return version
+        if kind == "server kind":
+            version = _server_version_problem(str(value), context.topology)
+            if version is not False:
+                return version
         where = ""
         if kind == "role" and context.topology is not None:
             where = f" (lab {context.topology.name!r} has no such {form.words[0]})"
-        elif kind == "server node" and context.topology is not None:
+        elif kind in ("server node", "server kind") and context.topology is not None:
             where = f" (lab {context.topology.name!r} has no such server node)"
         return Choice(f"{shown(value)!r} is not a choice{where}", allowed)
     if kind in ("role", "server node"):
@@ -335,6 +341,50 @@ def _version_problem(value: str, role: str, topo: Any) -> str | Choice | None | 
     return None if found.kind in kinds else False
 
 
+def _server_version_problem(value: str, topo: Any) -> Choice | None | bool:
+    """A version of a kind the lab (or, without one, the lab's manifests) has: None when the
+    version is offered, a Choice naming the offered ones when it is not, False when the value
+    names no such kind."""
+    from dnslab.servers.manifest import ManifestError, kind_version
+
+    kinds = _server_kinds(topo)
+    try:
+        found = kind_version(value)
+    except ManifestError as exc:
+        kind = value.partition("@")[0]
+        if kind not in kinds or "offers" not in str(exc):
+            return False
+        return Choice(f"{value!r} is not a version the lab offers", _offered(kind),
+                      version=True)
+    return None if found.kind in kinds else False
+
+
+def _server_kinds(topo: Any) -> list[str]:
+    """The kinds of the lab's server nodes (every role but the client's), in file order;
+    without a lab, every kind the lab knows."""
+    from dnslab.servers import driver, kinds
+
+    if topo is None:
+        return [k for k in kinds() if driver(k).runs_daemon]
+    return list(dict.fromkeys(n.server for n in topo.nodes.values()
+                              if n.role not in (None, "client") and driver(n.server).runs_daemon))
+
+
+def _server_kind_choices(topo: Any) -> list[str]:
+    """The lab's server kinds (their default versions), then every other version the
+    manifests offer of them."""
+    from dnslab.servers.manifest import short_name
+
+    kinds = _server_kinds(topo)
+    have = [] if topo is None else [short_name(key) for role in
+                                    dict.fromkeys(n.role for n in topo.nodes.values())
+                                    if role not in (None, "client")
+                                    for key in topo.nodes_by_server(role)
+                                    if key.partition("@")[0] in kinds]
+    have = list(dict.fromkeys(have or kinds))
+    return have + [v for kind in kinds for v in _offered(kind) if v not in have]
+
+
 def _role_choices(topo: Any, role: str) -> list[str]:
     """The versions of the lab's nodes in `role` (a kind alone for its default version), then
     every other version the manifests offer of those kinds (`kind@version`: a run adds a node
@@ -361,6 +411,8 @@ def _choices(form: Form, context: Context) -> list[str] | None:
         return context.known_profiles()
     if form.kind == "role" and context.topology is not None:
         return _role_choices(context.topology, form.words[0])
+    if form.kind == "server kind":
+        return _server_kind_choices(context.topology)
     if form.kind == "server node" and context.topology is not None:
         return [n.name for n in context.topology.nodes.values() if n.role != "client"]
     return None
@@ -471,6 +523,9 @@ def _describe_form(form: Form, context: Context | None, plural: bool = False,
                 else f"a {form.words[0]} kind of {where}") + listed
     if kind == "server node":
         return ("server nodes of the lab" if plural else "a server node of the lab") + listed
+    if kind == "server kind":
+        return ("server kinds of the lab or versions of them" if plural
+                else "a server kind of the lab or a version of one") + listed
     if kind == "profile":
         return ("sysctl profiles" if plural else "a sysctl profile") \
             + (listed or " (experiments/profiles/)")

@@ -206,6 +206,18 @@ class Topology:
                 if (role is None or n.role == role)
                 and (wanted is None or n.image_key == wanted)]
 
+    def server_role(self, name: str) -> str:
+        """The role a node of this kind's version takes: that of the lab's first node of the
+        kind, a primary last (BIND's secondary answers what it transferred, as NSD and Knot)."""
+        kind = kind_version(name).kind
+        nodes = sorted((n for n in self.nodes.values() if n.server == kind and n.role != "client"),
+                       key=lambda n: n.role == "primary")
+        if not nodes:
+            raise LabError(f"lab {self.name!r} has no {kind} node to run {name} as",
+                           hint="servers: " + ", ".join(sorted(
+                               {n.server for n in self.nodes.values() if n.role != "client"})))
+        return nodes[0].role
+
     def with_versions(self, role: str, names: list[str]) -> Topology:
         """This topology plus a node in `role` for each version in `names` it has no node of:
         a copy of the role's first node of that kind, labelled with the version (named

@@ -157,7 +157,8 @@ def transport_ratio(run: Run, ax: Axes, notes: list[str]) -> list[str]:
                             + {"//": " (generator-limited)",
                                "xx": " (out of the source's regime)",
                                "..": " (above the ceiling cell)"}.get(hatch or "", ""))
-            seed = seeds[server].ratio(transport) if server in seeds else None
+            seed_server = seeds.get(server.partition("@")[0])  # unbound@1.26: the seed's Unbound
+            seed = seed_server.ratio(transport) if seed_server else None
             if seed is not None:
                 ax.hlines(seed, x - width * 0.45, x + width * 0.45, colors="black", linewidth=3,
                           label=None if seed_drawn else "seed (TLS 1.2, 4 threads): " + "; ".join(

@@ -144,3 +144,40 @@ def test_dnsperf_takes_the_seeds_socket_buffers_and_a_kind_that_cannot_recurse_i
               "stub_resolvers": ["nsd"]}
     with pytest.raises(LabError, match="no stub resolver settings for nsd"):
         check_params(params)
+
+
+def test_a_version_of_a_kind_gets_its_kinds_seed_settings_on_its_own_node() -> None:
+    """`SERVERS=unbound@1.26,bind@9.20,dnsdist@1.9`: each measured on the node the run adds
+    for it (`server kind`, versioned_topology), with the settings the experiment file gives
+    its kind (threads, the static-stub of a secondary the seed ran as a resolver)."""
+    from dnslab.experiment_spec import load_spec, versioned_topology
+
+    kinds = ["unbound@1.26", "bind@9.20", "dnsdist@1.9"]
+    lab = versioned_topology(load_spec("transport-cost"), {"servers": kinds},
+                             topology.load("reference"))
+    nodes = ServerNodes.of(lab, kinds)
+    assert nodes.by_kind == {"unbound@1.26": "resolver126", "bind@9.20": "sec-bind920",
+                             "dnsdist@1.9": "frontend19"}
+    assert nodes.front_end("frontend19")
+    params = {"threads": {"unbound": 4, "dnsdist": 4}, "stub_resolvers": ["bind"]}
+    _, said = seed_settings(params, "unbound@1.26", "resolver126", nodes, 8)
+    assert (said["server_threads"], said["seed_threads"]) == (4, 4)
+    _, said = seed_settings(params, "bind@9.20", "sec-bind920", nodes, 1)
+    assert said["answers_as"] == "resolver (static-stub)"
+
+
+def test_each_front_end_of_a_run_with_two_is_one(tmp_path: Path) -> None:
+    """dnsdist@1.7 and dnsdist@1.9 in one run: each cell's node is a front-end by its own
+    role in the run's topology, not by being the first front-end the run names."""
+    from experiments.f6_transport_cost import derived
+
+    root = fixtures.transport_cost_run(tmp_path, qps={"dnsdist": {"udp": 1000.0}})
+    run = load_run(root)
+    (cell,) = derived.server_cells(run).values()
+    front_end, _ = fixtures.NODES["dnsdist"]
+    nodes = run.meta["topology"]["nodes"]
+    nodes[front_end + "19"] = {**nodes[front_end], "server": "dnsdist"}
+    cell.params["server_node"] = front_end + "19"
+    assert derived.is_front_end(run, cell)
+    cell.params["server_node"] = fixtures.NODES["unbound"][0]
+    assert not derived.is_front_end(run, cell)

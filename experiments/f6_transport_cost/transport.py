@@ -81,6 +81,7 @@ from dnslab.monitor import Monitors
 from dnslab.render import LabData, ZoneRef, reference_data
 from dnslab.servers import driver, merge_options
 from dnslab.servers.base import TRANSPORTS
+from dnslab.servers.manifest import kind_version
 from dnslab.topology import Topology
 from experiments.f6_transport_cost.load import Load, run_load, server_nodelay, tls_session
 from experiments.generators import perf
@@ -407,7 +408,8 @@ def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNod
     `answers_as` (its role, or "resolver (static-stub)")."""
     drv = driver(kind)
     options: dict[str, Any] = {}
-    wanted = (params.get("threads") or {}).get(kind)
+    base = kind_version(kind).kind  # the settings name kinds: `unbound` for unbound@1.26 too
+    wanted = (params.get("threads") or {}).get(base)
     threads = min(int(wanted), cores) if wanted else cores
     if wanted:
         options = merge_options(options, drv.worker_options(threads))
@@ -415,7 +417,7 @@ def seed_settings(params: dict[str, Any], kind: str, node: str, nodes: ServerNod
     buffers = drv.socket_buffer_options(size) if size else {}
     options = merge_options(options, buffers)
     answers_as = nodes.topology.node(node).role
-    if kind in (params.get("stub_resolvers") or []) and answers_as == "secondary":
+    if base in (params.get("stub_resolvers") or []) and answers_as == "secondary":
         # the seed's stub was the root at a local authoritative server; the lab's root
         # delegates to every secondary (this one too), so the stub is the queried zone at the
         # primary, which serves it

@@ -74,6 +74,35 @@ def test_the_lab_gives_a_role_its_choices() -> None:
     assert refused("server node", "client", lab="reference").startswith("X=client: 'client'")
 
 
+def test_a_server_kind_is_any_kind_the_lab_runs_or_a_version_of_one() -> None:
+    for good in ("unbound", "dnsdist", "bind", "kresd", "unbound@1.26", "dnsdist@1.9",
+                 "bind@9.20", "bind@9.16", "knot@3.4"):
+        assert refused("server kind", good, lab="reference") == "", good
+    assert refused("server kind", "unbound@1.99", lab="reference").startswith(
+        "X=unbound@1.99: 'unbound@1.99' is not a version the lab offers")
+    assert refused("server kind", "pdns", lab="reference") == \
+        "X=pdns: 'pdns' is not a choice (lab 'reference' has no such server node)"
+    assert refused("server kind", "tools", lab="reference").startswith("X=tools:"), \
+        "the client's kind is no server"
+    # without a lab: every kind that runs a daemon, and their versions
+    assert refused("server kind", "recursor@5.4") == ""
+    assert refused("server kind", "nosuch").startswith("X=nosuch:")
+
+
+def test_a_server_kinds_version_gets_a_node_in_the_role_of_its_kind() -> None:
+    from dnslab.experiment_spec import load_spec, versioned_topology
+
+    spec = load_spec("transport-cost")
+    reference = topology.load("reference")
+    more = versioned_topology(spec, {"servers": ["unbound@1.26", "bind@9.20", "dnsdist@1.9",
+                                                 "kresd", "nsd"]}, reference)
+    added = {n.name: (n.image_key, n.role) for n in more.nodes.values()
+             if n.name not in reference.nodes}
+    assert added == {"resolver126": ("unbound@1.26", "resolver"),
+                     "sec-bind920": ("bind@9.20", "secondary"),  # BIND's secondary, not its primary
+                     "frontend19": ("dnsdist@1.9", "frontend")}
+
+
 def test_a_refusal_is_one_short_line_with_a_hint() -> None:
     context = Context(params={"zones": "9" * 5000}, experiment="xfr-30k-zones",
                       defaults={"zones": 30000})
@@ -93,6 +122,8 @@ def test_a_refusal_is_one_short_line_with_a_hint() -> None:
     ("one of auto, seed or port range or empty",
      'one of auto, seed, or a port range "LOW HIGH" within 1-65535, or empty'),
     ("each int >= 1", "one or more (comma separated) integers >= 1"),
+    ("each server kind", "one or more (comma separated) server kinds of the lab or versions of "
+                         "them"),
 ])
 def test_a_rule_in_words(rule: str, words: str) -> None:
     assert describe(parse(rule)) == words
