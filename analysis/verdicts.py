@@ -78,16 +78,18 @@ def status_word(status: str, kind: str = REPRODUCTION) -> str:
 
 def _shorten(text: str, room: int) -> str:
     """`text` in at most `room` characters: its longest leading run of whole clauses that
-    fits (cut before a ": ", "; " or " (" outside parentheses and brackets, else before a
-    ", "), so a slide never shows half a figure nor half its interval ("[0.87, 1.37]"); else
-    cut at a word boundary, an ellipsis saying so."""
+    fits (cut before a ": " or "; " outside parentheses and brackets, else before a ", ",
+    else before a " ("), so a slide never shows half a figure nor half its interval
+    ("[0.87, 1.37]"), nor a name without its figure ("kresd 0.37 [0.34, 0.39], bind@9.20":
+    a " (" after a name is its label, "bind@9.20 (resolver) 0.77"); else cut at a word
+    boundary, an ellipsis saying so."""
     if len(text) <= room:
         return text
-    depth, clause, comma, space = 0, 0, 0, 0
+    depth, clause, comma, paren, space = 0, 0, 0, 0, 0
     for i, char in enumerate(text[:room + 1]):
         if char == "(":
             if i and text[i - 1] == " " and depth == 0:
-                clause = i - 1
+                paren = i - 1
             depth += 1
         elif char == "[":
             depth += 1
@@ -99,7 +101,7 @@ def _shorten(text: str, room: int) -> str:
             comma = i
         if depth == 0 and char == " " and i < room:
             space = i
-    for best in (clause, comma):
+    for best in (clause, comma, paren):
         if best >= room // 3:
             return text[:best].rstrip(" ,;:")
     # a word boundary outside brackets, so an interval is shown whole or not at all

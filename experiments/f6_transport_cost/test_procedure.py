@@ -181,3 +181,23 @@ def test_each_front_end_of_a_run_with_two_is_one(tmp_path: Path) -> None:
     assert derived.is_front_end(run, cell)
     cell.params["server_node"] = fixtures.NODES["unbound"][0]
     assert not derived.is_front_end(run, cell)
+
+
+def test_queries_lost_with_their_connection_hold_no_slot_for_the_timeout() -> None:
+    """dnsload counts a broken connection's queries lost at the break and reuses the slots:
+    kresd over DoH in run ee1c (39,501 lost in 64 reconnections of 8 connections x 625) had
+    its slots in flight, not held by timeouts; the same losses without reconnections did."""
+    import pandas as pd
+
+    from experiments.f6_transport_cost import derived
+
+    row = {"lost": 39501, "run_time_s": 20.0, "outstanding": 5000, "connections": 8,
+           "reconnections": 64, "sent": 857231}
+    assert derived._load_held(pd.DataFrame([row]), 5.0)["held_share"] == 0.0
+    assert derived._load_held(pd.DataFrame([{**row, "reconnections": 0}]), 5.0)[
+        "held_share"] == 1.0, "as many lost to timeouts held every slot"
+    some = {**row, "lost": 8000, "reconnections": 4}  # 4 x 625 lost with their connections
+    held = derived._load_held(pd.DataFrame([some]), 5.0)["held_share"]
+    assert held == pytest.approx((8000 - 2500) * 5.0 / (20.0 * 5000))
+    udp = {**some, "lost": 5500, "connections": 0, "reconnections": None}  # dnsperf over UDP
+    assert derived._load_held(pd.DataFrame([udp]), 5.0)["held_share"] == pytest.approx(held)

@@ -447,6 +447,11 @@ def test_a_shortened_phrase_keeps_whole_clauses_and_never_half_a_figure() -> Non
     assert slide_line("not_applicable", "cold passes averaged 96-106 ms", unbound) == (
         "Not applicable: cold passes averaged 96-106 ms; Unbound on 1 of 2 cores (seed: 4)")
     assert _shorten("XoT 1.07x [0.87, 1.37] TCP's time and more words", 20) == "XoT 1.07x…"
+    # F6's full run ee1c: the line ended "kresd 0.37 [0.34, 0.39], bind@9.20" (cut before
+    # its label "(resolver)"): a name is never left without its figure
+    each = ("DoH/DoT unbound@1.26 1.01 [0.96, 1.14], kresd 0.37 [0.34, 0.39], bind@9.20 "
+            "(resolver) 0.77 [0.63, 0.87], dnsdist@1.9 0.20 [0.19, 0.60]")
+    assert _shorten(each, 100) == "DoH/DoT unbound@1.26 1.01 [0.96, 1.14], kresd 0.37 [0.34, 0.39]"
 
 
 def test_f1_lines_state_a_stair_other_than_the_seeds(tmp_path: Path) -> None:
