@@ -204,16 +204,9 @@ class Run:
             given = candidate.params.get(f"{role}_node")
             if given:
                 return str(given)
-        topo = self.meta.get("topology")
-        nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
-        if isinstance(nodes, dict):
-            for name, spec in nodes.items():
-                if isinstance(spec, dict) and spec.get("role") == role:
-                    return str(name)
-        if isinstance(nodes, list):
-            for spec in nodes:
-                if isinstance(spec, dict) and spec.get("role") == role:
-                    return str(spec.get("name"))
+        for name, spec in self._topology_nodes():
+            if spec.get("role") == role:
+                return str(name)
         candidates = cell.monitor_nodes() if cell else sorted(
             {n for c in self.cells for n in c.monitor_nodes()})
         matching = [n for n in candidates if role in n]
@@ -227,15 +220,21 @@ class Run:
     def in_role(self, node: str, *, role: str) -> bool | None:
         """Whether a node has `role` as meta.json's topology gives it (None: the run does not
         say the node's role)."""
-        topo = self.meta.get("topology")
-        nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
-        specs = nodes.items() if isinstance(nodes, dict) else (
-            (spec.get("name"), spec) for spec in nodes if isinstance(spec, dict)
-        ) if isinstance(nodes, list) else ()
-        for name, spec in specs:
-            if name == node and isinstance(spec, dict) and spec.get("role"):
+        for name, spec in self._topology_nodes():
+            if name == node and spec.get("role"):
                 return spec["role"] == role
         return None
+
+    def _topology_nodes(self) -> list[tuple[Any, dict[str, Any]]]:
+        """(name, spec) of each node meta.json's topology lists (a mapping or, in older runs,
+        a list of specs with their names)."""
+        topo = self.meta.get("topology")
+        nodes: Any = topo.get("nodes") if isinstance(topo, dict) else None
+        if isinstance(nodes, dict):
+            return [(name, spec) for name, spec in nodes.items() if isinstance(spec, dict)]
+        if isinstance(nodes, list):
+            return [(spec.get("name"), spec) for spec in nodes if isinstance(spec, dict)]
+        return []
 
     def data_files(self) -> list[str]:
         return sorted(str(p.relative_to(self.dir)) for p in self.dir.iterdir()

@@ -288,7 +288,7 @@ def _problem(form: Form, value: Any, context: Context) -> str | Choice | None:
             if version is not False:
                 return version
         if kind == "server kind":
-            version = _server_version_problem(str(value), context.topology)
+            version = _offered_problem(str(value), set(_server_kinds(context.topology)))
             if version is not False:
                 return version
         where = ""
@@ -325,29 +325,16 @@ def _version_problem(value: str, role: str, topo: Any) -> str | Choice | None | 
     (`Topology.with_versions`: a version the manifest offers of a kind the lab has in that
     role); a Choice naming the versions offered when the version is not one; False when
     the value names no kind of that role at all (the caller's list of choices says)."""
-    from dnslab.servers.manifest import ManifestError, kind_version
-
     if value in topo.nodes_by_server(role):
         return None
-    kinds = {n.server for n in topo.nodes_where(role=role)}
-    try:
-        found = kind_version(value)
-    except ManifestError as exc:
-        kind = value.partition("@")[0]
-        if kind not in kinds:
-            return False
-        return Choice(f"{value!r} is not a version the lab offers", _offered(kind),
-                      version=True) if "offers" in str(exc) else False
-    return None if found.kind in kinds else False
+    return _offered_problem(value, {n.server for n in topo.nodes_where(role=role)})
 
 
-def _server_version_problem(value: str, topo: Any) -> Choice | None | bool:
-    """A version of a kind the lab (or, without one, the lab's manifests) has: None when the
-    version is offered, a Choice naming the offered ones when it is not, False when the value
-    names no such kind."""
+def _offered_problem(value: str, kinds: set[str]) -> Choice | None | bool:
+    """None when `value` is a version the manifests offer of one of `kinds`, a Choice naming
+    the offered ones when it names one of them in a version not offered, False otherwise."""
     from dnslab.servers.manifest import ManifestError, kind_version
 
-    kinds = _server_kinds(topo)
     try:
         found = kind_version(value)
     except ManifestError as exc:
@@ -361,27 +348,29 @@ def _server_version_problem(value: str, topo: Any) -> Choice | None | bool:
 
 def _server_kinds(topo: Any) -> list[str]:
     """The kinds of the lab's server nodes (every role but the client's), in file order;
-    without a lab, every kind the lab knows."""
+    without a lab, every kind the lab knows that runs a daemon."""
     from dnslab.servers import driver, kinds
 
     if topo is None:
         return [k for k in kinds() if driver(k).runs_daemon]
-    return list(dict.fromkeys(n.server for n in topo.nodes.values()
-                              if n.role not in (None, "client") and driver(n.server).runs_daemon))
+    return list(dict.fromkeys(n.server for n in _server_nodes(topo)))
+
+
+def _server_nodes(topo: Any) -> list[Any]:
+    from dnslab.servers import driver
+
+    return [n for n in topo.nodes.values()
+            if n.role not in (None, "client") and driver(n.server).runs_daemon]
 
 
 def _server_kind_choices(topo: Any) -> list[str]:
-    """The lab's server kinds (their default versions), then every other version the
-    manifests offer of them."""
+    """The versions of the lab's server nodes (a kind alone for its default version), then
+    every other version the manifests offer of their kinds."""
     from dnslab.servers.manifest import short_name
 
     kinds = _server_kinds(topo)
-    have = [] if topo is None else [short_name(key) for role in
-                                    dict.fromkeys(n.role for n in topo.nodes.values())
-                                    if role not in (None, "client")
-                                    for key in topo.nodes_by_server(role)
-                                    if key.partition("@")[0] in kinds]
-    have = list(dict.fromkeys(have or kinds))
+    have = kinds if topo is None else list(dict.fromkeys(
+        short_name(n.image_key) for n in _server_nodes(topo)))
     return have + [v for kind in kinds for v in _offered(kind) if v not in have]
 
 
