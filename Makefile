@@ -87,18 +87,21 @@ test-docker: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m docker tests/docker
 
 # README's setup and first experiment (SCALE=ci) in clean Debian 12 and 13 roots (debootstrap,
-# chroot, the system python3): minutes per suite, so not part of `make test`
+# chroot, the system python3): 7-9.5 min for both, the last part of `make test`
 test-clean-root: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m clean_root tests/integration/test_clean_root.py
 
 # Everything CI runs: lint, unit (one worker per core: pure CPU, a file per worker), then the
 # labs one at a time (netns and clab integration with real daemons, the images in real
-# Docker). Each part's timings in build/test-*.xml (scripts/test-times.py sums them per file).
+# Docker), then README's Quick start in clean Debian 12 and 13 roots. Each part's timings in
+# build/test-*.xml (scripts/test-times.py sums them per file).
 test: test-setup containerlab dnsload
 	@$(VENV)/bin/ruff check dnslab zones experiments analysis tests bench
 	@$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --junitxml=build/test-unit.xml \
 		tests/unit experiments
 	@$(VENV)/bin/pytest --durations=30 --junitxml=build/test-labs.xml tests/integration tests/docker
+	@$(VENV)/bin/pytest -q -m clean_root --junitxml=build/test-clean-root.xml \
+		tests/integration/test_clean_root.py
 
 containerlab:
 	@scripts/build-containerlab.sh

@@ -1,7 +1,7 @@
 """Shared by the integration tests: the runtimes they run on (each test that takes `runtime`
-runs on netns and on clab), a results folder of their own, the figures of every cell of a
-finished run (read through the results contract), and the run's analysis, checked against
-the run's own data."""
+runs on netns and on clab, unless it names fewer), a results folder of their own, the
+figures of every cell of a finished run (read through the results contract), and the run's
+analysis, checked against the run's own data."""
 
 from __future__ import annotations
 

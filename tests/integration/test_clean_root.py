@@ -4,11 +4,11 @@ Debian 13 (trixie) root file systems: debootstrap, the project cloned in, `make 
 headers until setup installs them) and its own BIND (9.18 and 9.20), on the netns runtime
 (scripts/test-clean-root.sh does the work and prints what each phase cost).
 
-Opt-in: measured on a 2-core VM shared with other work, bookworm took 2.5-3 min (debootstrap
-22-47 s, make setup 40-53 s, the experiment 84-85 s) and trixie 4-6.5 min (debootstrap 23-49
-s, make setup 45-163 s: no wheel of pip's cache fits its python 3.13, the experiment 160-191
-s), 7-9.5 min together, more than `make test`'s budget has room for, so these run only when
-asked: `make test-clean-root`, or `pytest -m clean_root`.
+Measured on a 2-core VM shared with other work, bookworm took 2.5-3 min (debootstrap 22-47 s,
+make setup 40-53 s, the experiment 84-85 s) and trixie 4-6.5 min (debootstrap 23-49 s, make
+setup 45-163 s: no wheel of pip's cache fits its python 3.13, the experiment 160-191 s), 7-9.5
+min together: `make test` runs them last, in a pytest session of their own (`-m clean_root`;
+the labs' session leaves them out, tests/conftest.py), and `make test-clean-root` alone.
 """
 
 from __future__ import annotations
