@@ -15,15 +15,22 @@ PARAMS = yaml.safe_load(findings.experiment_file("resolver-cache").read_text())[
 TARGETS = calibration.Targets.of(PARAMS)
 
 
+# Unbound's serial tries of a broken name with K name servers in its own zone: 5 per address
+# for the name, then again for each name server's address (measured: 64 datagrams for K = 3)
+BROKEN_TRIES = 5 * PARAMS["broken_addresses"] * (PARAMS["broken_addresses"] + 1)
+START_MS = float(PARAMS["wan"]["sld-broken"]["delay_ms"])
+
+
 def modelled_pass(wan: dict[str, dict[str, float]], sent: int = 10000,
                   fails_per_try: float = 1.0) -> dict[str, Any]:
-    """A cold pass over `wan` as the lab's runs behaved: a healthy name waits for its
-    second-level server (and, a few, for the root's and TLD's) plus the slow tier's share;
-    a broken name fails after five tries of its server's delay (1.3-1.9 s at 250 ms), past
-    dnsperf's 5 s it is lost; 0.3 % of the names (the dead tier) are always lost."""
+    """A cold pass over `wan` as a stand-alone Unbound with discard-timeout 0 behaved: a
+    healthy name waits for its second-level server (and, a few, for the root's and TLD's)
+    plus the slow tier's share; a broken name fails after BROKEN_TRIES serial tries of its
+    servers' delay (0.84 / 2.45 / 4.89 s with 1 / 2 / 3 servers at 80 ms), past dnsperf's
+    5 s it is lost; 0.3 % of the names (the dead tier) are always lost."""
     sld, root, tld = (wan[t].get("delay_ms", 0.0) for t in ("sld", "root", "tld"))
     healthy_ms = 1.1 * sld + 0.05 * (root + tld) + 0.03 * 900
-    broken_s = fails_per_try * (5 * wan["sld-broken"]["delay_ms"] + 300) / 1000
+    broken_s = fails_per_try * (BROKEN_TRIES * wan["sld-broken"]["delay_ms"] + 100) / 1000
     broken = int(0.013 * sent)
     dead = int(0.003 * sent)
     lost = dead + (broken if broken_s > 5.0 else 0)
@@ -51,11 +58,11 @@ def search(rounds: int, **model: Any) -> tuple[list[dict[str, bool]], calibratio
 
 
 def test_the_experiment_files_wan_is_not_the_seeds_cold_pass() -> None:
-    """The lab's choice (root 20, TLD 30, SLD 40 ms; broken 250 ms) gives a ~100 ms cold
-    pass whose slowest answer is 1.6 s: the seed's were 230-407 ms and ~4.9 s."""
+    """The lab's choice (root 20, TLD 30, SLD 40 ms) gives a ~100 ms cold pass: the seed's
+    were 230-407 ms; its broken tier's 80 ms starts where the measured tries give ~4.9 s."""
     done = calibration.met(modelled_pass(calibration.WanSearch.start(PARAMS["wan"]).wan()),
                            TARGETS)
-    assert done == {"latency": False, "slowest": False, "lost": True}
+    assert done == {"latency": False, "slowest": True, "lost": True}
 
 
 def test_the_search_meets_the_seeds_cold_pass_within_the_rounds() -> None:
@@ -75,7 +82,7 @@ def test_a_broken_tier_that_overshoots_is_brought_back() -> None:
     """Its names past dnsperf's timeout (lost, no longer SERVFAIL) make the next step's
     delay shorter."""
     state = calibration.WanSearch.start(PARAMS["wan"])
-    state.step(modelled_pass(state.wan()), TARGETS)  # 250 ms: every failing name answers
+    state.step(modelled_pass(state.wan()), TARGETS)  # 80 ms: every failing name answers
     state.broken_ms = 2000.0
     state.step(modelled_pass(state.wan()), TARGETS)
     assert state.broken_high == 2000.0 and state.broken_ms < 2000.0
@@ -85,10 +92,10 @@ def test_a_first_round_with_no_servfail_at_all_goes_sooner() -> None:
     """Run 0bb6 (three broken addresses at 250 ms): every broken name was lost, none
     answered SERVFAIL, and the search doubled the delay as if they had failed too early."""
     state = calibration.WanSearch.start(PARAMS["wan"])
-    slow = modelled_pass(state.wan(), fails_per_try=5.0)  # 5 x (5 x 250 + 300) ms: lost
+    slow = modelled_pass(state.wan(), fails_per_try=5.0)  # 5 x 4.9 s: lost
     assert slow["rcode_SERVFAIL"] == 0
     state.step(slow, TARGETS)
-    assert state.broken_high == 250.0 and state.broken_ms == 125.0
+    assert state.broken_high == START_MS and state.broken_ms == START_MS / 2
 
 
 def test_lost_names_of_another_tier_do_not_move_the_broken_one() -> None:
@@ -96,9 +103,10 @@ def test_lost_names_of_another_tier_do_not_move_the_broken_one() -> None:
     names) and its slowest answer was a slow-tier name's (1.7-1.9 s): neither may shorten
     the broken delay while its SERVFAILs come too early."""
     state = calibration.WanSearch.start(PARAMS["wan"])
-    figures = {**modelled_pass(state.wan()), "lost": 120, "max_latency_ms": 1890.0}
+    early = modelled_pass(state.wan(), fails_per_try=0.3)  # SERVFAILs after ~1.5 s
+    figures = {**early, "lost": 120, "max_latency_ms": 1890.0}
     state.step(figures, TARGETS)
-    assert state.broken_ms == 500.0 and state.broken_high is None
+    assert state.broken_ms == 2 * START_MS and state.broken_high is None
 
 
 def test_no_round_meeting_every_target_gives_the_closest_and_says_so() -> None:
