@@ -17,6 +17,9 @@ from tests.integration.conftest import analysed, cell_figures, verdict_statuses
 pytestmark = pytest.mark.integration
 
 
+# the secondary's wall is PowerDNS's and the kernel's (Debian 12's 4.7 on both runtimes); its
+# clab path (the image) runs in the tcp-fallback test below
+@pytest.mark.parametrize("runtime", ["netns"])
 def test_pdns_secondary_runs_out_of_ports_only_with_the_calibrated_range(results, runtime):
     run = experiment.run_experiment("xfr-30k-zones", [
         "SCALE=ci", f"RUNTIME={runtime}", "SECONDARY=pdns", "TRANSPORTS=tcp"])

@@ -73,6 +73,9 @@ def test_the_seeds_port_range_is_one_parameter_away(results, runtime):
                                                           "port_range": "32768 60999"}
 
 
+# Knot's wall is the server's and the kernel's (Debian 12's Knot 3.2.6 on both runtimes);
+# the clab path of xfr-30k-zones runs in the BIND tests and the runtimes' parity test here
+@pytest.mark.parametrize("runtime", ["netns"])
 def test_knot_secondary_hits_the_same_wall(results, runtime):
     run = experiment.run_experiment("xfr-30k-zones", ["SCALE=ci", f"RUNTIME={runtime}",
                                                       "SECONDARY=knot", "TRANSPORTS=tcp",
