@@ -52,8 +52,12 @@ class Unbound(Driver):
         return {"server": {"incoming-num-tcp": max(10, 2 * clients)}}
 
     def no_rate_limit_options(self) -> dict[str, Any]:
-        # Unbound's defaults (0: unlimited), written out so that the config says so
-        return {"server": {"ratelimit": 0, "ip-ratelimit": 0}}
+        # ratelimit, ip-ratelimit: Unbound's defaults (0: unlimited), written out so that the
+        # config says so; wait-limit: since the DNSBomb fix (CVE-2024-33655: Unbound 1.20,
+        # Debian 12's 1.17.1-2+deb12u3, Debian 13's 1.26) at most 1,000 replies may wait for
+        # recursion per client address, its man page's "ratelimit per IP address": a load
+        # generator is one address with up to 5,000 queries in flight
+        return {"server": {"ratelimit": 0, "ip-ratelimit": 0, "wait-limit": 0}}
 
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.

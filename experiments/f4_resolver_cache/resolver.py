@@ -353,12 +353,11 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
 def seed_version_options(params: dict[str, Any], kind: str) -> dict[str, Any]:
     """What the seed's resolver version did that today's does not by default: Unbound 1.6.6
     answered a failing name however long its resolution took, where today's Unbound drops
-    the reply after discard-timeout (1,900 ms) and caps the replies waiting per client
-    (wait-limit; both CVE-2024-33655's fix). Other kinds: nothing."""
+    the reply after discard-timeout (1,900 ms; CVE-2024-33655's fix, with wait-limit, which
+    every lab Unbound has off as a rate limit). Other kinds: nothing."""
     if kind != "unbound":
         return {}
-    return {"discard-timeout": int(params.get("unbound_discard_timeout_ms", 0)),
-            "wait-limit": int(params.get("unbound_wait_limit", 0))}
+    return {"discard-timeout": int(params.get("unbound_discard_timeout_ms", 0))}
 
 
 def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:

@@ -204,6 +204,14 @@ def test_nsd_rate_limiting_is_off_by_hand(every_lab):
     assert "rrl-ratelimit: 0\n" in text and "rrl-whitelist-ratelimit: 0\n" in text
 
 
+def test_unbounds_per_client_wait_limit_is_off_by_hand(every_lab):
+    """Unbound 1.17.1+deb12u3 and 1.26 let 1,000 replies wait for recursion per client
+    address (wait-limit, CVE-2024-33655): a rate limit on the lab's one-address generator."""
+    text = (every_lab["reference"].node_dir("resolver") / "unbound.conf").read_text()
+    for line in ("ratelimit: 0\n", "ip-ratelimit: 0\n", "wait-limit: 0\n"):
+        assert f"    {line}" in text, line
+
+
 def test_an_experiments_options_win_over_the_defaults(tmp_path, monkeypatch):
     monkeypatch.setattr(cpus, "available", lambda: [0, 1])
     rendered = render_one(tmp_path / "nsd", "nsd", "primary", options={"server-count": 3})
