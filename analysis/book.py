@@ -1,18 +1,17 @@
 """The findings book: what a speaker takes away, across findings, from analysed runs.
 
 `build(runs, out)` takes run folders (by default the newest complete run of each experiment
-under a results root, `newest_runs`) and writes, into a folder of its own that is never
-reused, one HTML page (`index.html`, Jinja2, with the runs' figures copied beside it) and one
-16:9 PDF deck (`deck.pdf`, matplotlib's PDF backend): a title slide; a census slide (per
-finding: judged - reproduced, not reproduced, inconclusive -, not applicable for the machine,
-not applicable for a setting); per finding a slide with
-each published claim and its source beside the measured verdict line (reproductions first,
-calibrations and lab checks apart, what the machine could not show with its measured figure
-and remedy), then one slide per figure of its runs; a finding without a run says which
-command produces it; last an environment slide (machine, cores, kernel, runtime, versions,
-dates, run ids, commits). Findings come from their packages (`dnslab.findings`), verdicts
-from each run's summary.json (a run not analysed yet is analysed first).
-"""
+under a results root, full scale first: `newest_runs`) and writes, into a folder of its own
+that is never reused, one HTML page (`index.html`, Jinja2, with the runs' figures copied beside
+it) and one 16:9 PDF deck (`deck.pdf`, matplotlib's PDF backend): a title slide; a census slide
+(per finding: judged - reproduced, not reproduced, inconclusive -, not applicable for the
+machine, not applicable for a setting); per finding a slide with each published claim and its
+source beside the measured verdict line (reproductions first, calibrations and lab checks
+apart, what the machine could not show with its measured figure and remedy), then one slide per
+figure of its runs; a finding without a run says which command produces it; last an environment
+slide (machine, cores, kernel, runtime, versions, dates, run ids, commits). Findings come from
+their packages (`dnslab.findings`), verdicts from each run's summary.json (a run not analysed
+yet is analysed first). """
 
 from __future__ import annotations
 
@@ -104,13 +103,17 @@ def line_of(verdict: dict[str, Any]) -> str:
 
 
 def newest_runs(root: Path) -> list[Path]:
-    """The newest complete run of each experiment under a results root."""
-    newest: dict[str, Path] = {}
-    for folder in results.run_dirs(root):
+    """The newest complete run of each experiment under a results root: its newest
+    full-scale one where it has one (a SCALE=ci run made after it checks the lab and
+    measures nothing a speaker shows), else its newest at any scale."""
+    newest: dict[str, tuple[bool, Path]] = {}
+    for folder in results.run_dirs(root):  # oldest first: run ids sort by time
         meta = results.peek_meta(folder)
         if meta.get("complete") and meta.get("experiment"):
-            newest[str(meta["experiment"])] = folder  # run_dirs sorts by time
-    return [newest[e] for e in sorted(newest)]
+            experiment, full = str(meta["experiment"]), meta.get("scale") != "ci"
+            if full or not newest.get(experiment, (False, folder))[0]:
+                newest[experiment] = (full, folder)
+    return [newest[e][1] for e in sorted(newest)]
 
 
 def _summary(folder: Path) -> dict[str, Any]:

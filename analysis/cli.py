@@ -20,6 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
+from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Claims, plots, reports and the run index for dnslab results.")
@@ -90,15 +91,19 @@ def runs_cmd(
         table.add_row(row["path"], "yes" if row["complete"] else "[yellow]no[/]",
                       text or "[dim]not analysed[/]")
     out.print(table)
-    # judged / not applicable (machine) / not applicable (setting), per finding
-    newest: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:  # newest first: each experiment's newest analysed run
-        if row["verdicts"] and row["experiment"] not in newest:
-            newest[row["experiment"]] = row["verdicts"]
-    totals = index.census(v for verdicts in newest.values() for v in verdicts)
+    # judged / not applicable (machine) / not applicable (setting), per finding, of each
+    # experiment's newest analysed run, a full-scale one where there is one (as the book)
+    newest: dict[str, tuple[bool, list[dict[str, Any]]]] = {}
+    for row in rows:  # newest first
+        if not row["verdicts"] or newest.get(row["experiment"], (False, []))[0]:
+            continue
+        full = results_meta(results / row["path"]).get("scale") != "ci"
+        if row["experiment"] not in newest or full:
+            newest[row["experiment"]] = (full, row["verdicts"])
+    totals = index.census(v for _, verdicts in newest.values() for v in verdicts)
     if totals:
-        out.print("census of each experiment's newest run (claims, calibrations and lab "
-                  "checks):", markup=False)
+        out.print("census of each experiment's newest run, full scale where there is one "
+                  "(claims, calibrations and lab checks):", markup=False)
         for finding, counts in totals.items():
             out.print(f"  {finding}: {index.census_text(counts)}", markup=False)
 

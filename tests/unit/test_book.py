@@ -155,3 +155,27 @@ def test_the_environment_names_the_images_nodes_ran_from(root: Path, tmp_path: P
     assert book.software(pages).endswith("; images: dnslab/bind9:9.16.50-1-deb11u2")
     rows = book.environment(pages)
     assert rows[0]["versions"].endswith("; sec-bind916 ran image dnslab/bind9:9.16.50-1-deb11u2")
+
+
+def test_a_ci_run_after_a_full_one_does_not_replace_it(tmp_path: Path) -> None:
+    """A speaker's book shows the full-scale run; a SCALE=ci check made later (the lab's
+    own tests, a quick look) is taken only for an experiment that has no full run."""
+    import json
+
+    def made(experiment: str, run_id: str, scale: str, complete: bool = True) -> None:
+        folder = tmp_path / experiment / run_id
+        folder.mkdir(parents=True)
+        (folder / "meta.json").write_text(json.dumps(
+            {"experiment": experiment, "run_id": run_id, "scale": scale, "complete": complete}))
+
+    made("xfr-30k-zones", "20261127T100000Z-full", "full")
+    made("xfr-30k-zones", "20261127T110000Z-ci", "ci")
+    made("xfr-30k-zones", "20261127T120000Z-fullbroken", "full", complete=False)
+    made("tcp-fallback", "20261127T100000Z-ci1", "ci")
+    made("tcp-fallback", "20261127T110000Z-ci2", "ci")
+    made("tcp-sysctl", "20261127T100000Z-ci", "ci")
+    made("tcp-sysctl", "20261127T110000Z-seed", "seed")
+    chosen = {p.parent.name: p.name for p in book.newest_runs(tmp_path)}
+    assert chosen == {"xfr-30k-zones": "20261127T100000Z-full",
+                      "tcp-fallback": "20261127T110000Z-ci2",
+                      "tcp-sysctl": "20261127T110000Z-seed"}
