@@ -11,7 +11,8 @@ apart, what the machine could not show with its measured figure and remedy), the
 figure of its runs; a finding without a run says which command produces it; last an environment
 slide (machine, cores, kernel, runtime, versions, dates, run ids, commits). Findings come from
 their packages (`dnslab.findings`), verdicts from each run's summary.json (a run not analysed
-yet is analysed first). """
+yet is analysed first).
+"""
 
 from __future__ import annotations
 
