@@ -232,6 +232,11 @@ class Driver:
         """Response rate limiting off (where the packaged default has it on)."""
         return {}
 
+    def discard_timeout_options(self, ms: int) -> dict[str, Any]:
+        """A resolver that drops the reply of a resolution taking longer than `ms` (0: answers
+        however long it took); {} for a kind without such a limit."""
+        return {}
+
     def transfer_out_options(self, limit: int) -> dict[str, Any]:
         """A primary that runs up to `limit` outgoing zone transfers at once (0: its default)."""
         return {}

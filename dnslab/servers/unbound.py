@@ -59,6 +59,11 @@ class Unbound(Driver):
         # generator is one address with up to 5,000 queries in flight
         return {"server": {"ratelimit": 0, "ip-ratelimit": 0, "wait-limit": 0}}
 
+    def discard_timeout_options(self, ms: int) -> dict[str, Any]:
+        # discard-timeout (1,900 ms by default): CVE-2024-33655's fix, Unbound 1.20,
+        # backported to Debian 12's 1.17.1-2+deb12u3; 0 answers as Unbound did before it
+        return {"server": {"discard-timeout": ms}}
+
     def resolver_options(self, cores: int, extra: dict[str, Any]) -> dict[str, Any]:
         """Seed 003's server: block, with num-threads and outgoing-range scaled to `cores`.
 

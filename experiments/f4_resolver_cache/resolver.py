@@ -342,22 +342,14 @@ def _lab_data(params: dict[str, Any], topo: Topology, nodes: ResolverNodes,
     if extra:
         options[broken] = merge_options(
             options[broken], driver(topo.node(broken).server).extra_address_options(extra))
-    options[nodes.resolver] = resolver.resolver_options(
-        cores, {**seed_version_options(params, resolver.kind),
-                **params.get(f"{resolver.kind}_options", {})})
+    # the seed's Unbound 1.6.6 answered a failing name however long it took; today's drops
+    # the reply after discard-timeout (CVE-2024-33655's fix): the parameter says which
+    options[nodes.resolver] = merge_options(
+        resolver.discard_timeout_options(int(params.get("unbound_discard_timeout_ms", 0))),
+        resolver.resolver_options(cores, params.get(f"{resolver.kind}_options", {})))
     return LabData(
         zones=[], health_zone=per_node[nodes.tiers["tld"]][0].name, node_zones=per_node,
         node_options=options, sysctls={}, extra_binds=[zone_dir], wan=wan, cpu_sets=cpu_sets)
-
-
-def seed_version_options(params: dict[str, Any], kind: str) -> dict[str, Any]:
-    """What the seed's resolver version did that today's does not by default: Unbound 1.6.6
-    answered a failing name however long its resolution took, where today's Unbound drops
-    the reply after discard-timeout (1,900 ms; CVE-2024-33655's fix, with wait-limit, which
-    every lab Unbound has off as a rate limit). Other kinds: nothing."""
-    if kind != "unbound":
-        return {}
-    return {"discard-timeout": int(params.get("unbound_discard_timeout_ms", 0))}
 
 
 def idle_nodes(nodes: ResolverNodes, per_node: dict[str, list[ZoneRef]]) -> list[str]:

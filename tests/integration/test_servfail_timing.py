@@ -1,5 +1,5 @@
 """Why F4's broken tier has three name servers and its Unbound no discard-timeout
-(experiments/f4_resolver_cache/servfail_timing.py, a stand-alone Unbound in a throwaway
+(bench/servfail_timing.py, a stand-alone Unbound in a throwaway
 namespace): a failing name costs 5 serial tries per name server for the name and again for
 each server's own address, and today's Unbound drops the reply of a resolution past 1.9 s
 (CVE-2024-33655's discard-timeout), which the seed's 1.6.6 did not."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.f4_resolver_cache.servfail_timing import time_servfails
+from bench.servfail_timing import time_servfails
 from tests.conftest import need_binary
 
 pytestmark = pytest.mark.integration

@@ -160,13 +160,9 @@ def test_the_environment_names_the_images_nodes_ran_from(root: Path, tmp_path: P
 def test_a_ci_run_after_a_full_one_does_not_replace_it(tmp_path: Path) -> None:
     """A speaker's book shows the full-scale run; a SCALE=ci check made later (the lab's
     own tests, a quick look) is taken only for an experiment that has no full run."""
-    import json
-
     def made(experiment: str, run_id: str, scale: str, complete: bool = True) -> None:
-        folder = tmp_path / experiment / run_id
-        folder.mkdir(parents=True)
-        (folder / "meta.json").write_text(json.dumps(
-            {"experiment": experiment, "run_id": run_id, "scale": scale, "complete": complete}))
+        run = results.RunWriter.create(tmp_path, experiment, run_id, {"scale": scale})
+        run.finish(ended=run_id, complete=complete)
 
     made("xfr-30k-zones", "20261127T100000Z-full", "full")
     made("xfr-30k-zones", "20261127T110000Z-ci", "ci")

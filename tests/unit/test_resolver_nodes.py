@@ -10,6 +10,7 @@ import yaml
 
 from dnslab import servers, topology
 from dnslab.errors import LabError
+from dnslab.servers.base import merge_options
 from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, tier_addresses
 
 RESOLVER_LAB = Path(__file__).resolve().parents[2] / "topologies" / "resolver.clab.yml"
@@ -45,11 +46,12 @@ def test_the_resolver_under_test_is_the_kind_asked_for_and_the_others_are_held(
     assert set(nodes.other_resolvers) <= set(idle) and nodes.resolver not in idle
     data = resolver._lab_data(params, topo, nodes, per_node, 1, zone_set.path)
     # the seed's Unbound 1.6.6 answered however long a name took: no discard-timeout
-    # (CVE-2024-33655's fix); the other kinds get nothing of it
-    seed_version = {"discard-timeout": 0} if kind == "unbound" else {}
-    assert resolver.seed_version_options(params, kind) == seed_version
-    assert data.node_options[nodes.resolver] == servers.driver(kind).resolver_options(
-        1, seed_version)
+    # (CVE-2024-33655's fix); the other kinds have no such limit
+    drv = servers.driver(kind)
+    seed_version = {"server": {"discard-timeout": 0}} if kind == "unbound" else {}
+    assert drv.discard_timeout_options(0) == seed_version
+    assert data.node_options[nodes.resolver] == merge_options(
+        seed_version, drv.resolver_options(1, {}))
 
 
 def test_a_lab_with_several_resolvers_needs_the_kind(tmp_path):

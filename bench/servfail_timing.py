@@ -1,10 +1,11 @@
-"""How long Unbound takes to answer SERVFAIL for a zone whose name servers all fail: the
-study behind F4's broken tier (NOTES.md, "the 1.9 s cliff"). In a throwaway network
-namespace, a stand-alone Unbound resolves from a fake root that delegates `b<n>.lab.` to K
-name servers (in the zone, with glue), each answering SERVFAIL (or REFUSED, or nothing) after
-DELAY ms; each name's time to answer and the datagrams the servers received are printed.
+"""How long Unbound takes to answer SERVFAIL for a zone whose name servers all fail: the study
+behind F4's broken tier (experiments/f4_resolver_cache/NOTES.md, "the 1.9 s cliff"). In a
+throwaway network namespace, a stand-alone Unbound resolves from a fake root that delegates
+`b<n>.lab.` to K name servers (in the zone, with glue), each answering SERVFAIL (or REFUSED, or
+nothing) after DELAY ms; each name's time to answer and the datagrams the servers received are
+printed.
 
-    python -m experiments.f4_resolver_cache.servfail_timing --servers 1 2 3 --delay-ms 80
+    python -m bench.servfail_timing --servers 1 2 3 --delay-ms 80
         [--discard-timeout-ms 1900] [--wait-limit 1000] [--mode servfail|refused|drop]
         [--root build/rootfs/<suite-root>]   (that root's Unbound, e.g. Debian 13's 1.26)
 
