@@ -107,14 +107,13 @@ def newest_runs(root: Path) -> list[Path]:
     """The newest complete run of each experiment under a results root: its newest
     full-scale one where it has one (a SCALE=ci run made after it checks the lab and
     measures nothing a speaker shows), else its newest at any scale."""
-    newest: dict[str, tuple[bool, Path]] = {}
+    complete = []
     for folder in results.run_dirs(root):  # oldest first: run ids sort by time
         meta = results.peek_meta(folder)
         if meta.get("complete") and meta.get("experiment"):
-            experiment, full = str(meta["experiment"]), meta.get("scale") != "ci"
-            if full or not newest.get(experiment, (False, folder))[0]:
-                newest[experiment] = (full, folder)
-    return [newest[e][1] for e in sorted(newest)]
+            complete.append((str(meta["experiment"]), results.is_full_scale(meta), folder))
+    newest = results.newest_full_first(complete)
+    return [newest[e] for e in sorted(newest)]
 
 
 def _summary(folder: Path) -> dict[str, Any]:

@@ -12,7 +12,7 @@ when the run had data problems (missing files), 0 otherwise.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,6 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
+from dnslab.results import is_full_scale, newest_full_first
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -93,14 +94,10 @@ def runs_cmd(
     out.print(table)
     # judged / not applicable (machine) / not applicable (setting), per finding, of each
     # experiment's newest analysed run, a full-scale one where there is one (as the book)
-    newest: dict[str, tuple[bool, list[dict[str, Any]]]] = {}
-    for row in rows:  # newest first
-        if not row["verdicts"] or newest.get(row["experiment"], (False, []))[0]:
-            continue
-        full = results_meta(results / row["path"]).get("scale") != "ci"
-        if row["experiment"] not in newest or full:
-            newest[row["experiment"]] = (full, row["verdicts"])
-    totals = index.census(v for _, verdicts in newest.values() for v in verdicts)
+    newest = newest_full_first(
+        (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["verdicts"])
+        for row in reversed(rows) if row["verdicts"])  # rows come newest first
+    totals = index.census(v for verdicts in newest.values() for v in verdicts)
     if totals:
         out.print("census of each experiment's newest run, full scale where there is one "
                   "(claims, calibrations and lab checks):", markup=False)

@@ -35,6 +35,8 @@ import dns.query
 import dns.rcode
 import dns.rrset
 
+from bench.study_namespace import study_namespace
+
 NETNS = "dnslab-servfail-study"
 ROOT_ADDRESS = "10.99.0.1"
 UNBOUND_PORT = 5353
@@ -119,40 +121,26 @@ def time_servfails(servers: int, delay_ms: float, mode: str = "servfail", names:
         (work / "unbound.conf").write_text(unbound_config(work, discard_timeout_ms, wait_limit))
         seen = work / "seen.txt"
         seen.touch()
-        subprocess.run(["ip", "netns", "add", NETNS], check=True)
-        mounted = False
         procs: list[subprocess.Popen] = []
-        try:
-            subprocess.run(["ip", "-n", NETNS, "link", "set", "lo", "up"], check=True)
-            for address in [ROOT_ADDRESS, *addresses]:
-                subprocess.run(["ip", "-n", NETNS, "addr", "add", f"{address}/32", "dev", "lo"],
-                               check=True)
-            unbound = ["unbound"]
-            if root is not None:
-                (root / work.relative_to("/")).mkdir(parents=True, exist_ok=True)
-                subprocess.run(["mount", "--bind", str(work), str(root / work.relative_to("/"))],
-                               check=True)
-                mounted = True
-                unbound = ["chroot", str(root), "unbound"]
-            exec_in = ["ip", "netns", "exec", NETNS]
-            procs.append(subprocess.Popen([*exec_in, sys.executable, "-m", __spec__.name,
-                                           "--serve", json.dumps([addresses, mode, delay_ms,
-                                                                  str(seen)])]))
-            procs.append(subprocess.Popen([*exec_in, *unbound, "-c", str(work / "unbound.conf")],
-                                          stderr=subprocess.DEVNULL))
-            # evidence that Unbound is up and has primed the root: its answer to ". NS"
-            deadline = time.monotonic() + 10
-            while _ask(".", 0.5, seen, "NS")["rcode"] != "NOERROR":
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the study's Unbound did not answer within 10 s")
-            return [_ask(f"www.b{n}.lab.", timeout_s, seen) for n in range(1, names + 1)]
-        finally:
-            for proc in procs:
-                proc.kill()
-                proc.wait()
-            if mounted and root is not None:
-                subprocess.run(["umount", str(root / work.relative_to("/"))], check=False)
-            subprocess.run(["ip", "netns", "del", NETNS], check=False)
+        namespace = study_namespace(NETNS, work, root, [ROOT_ADDRESS, *addresses])
+        with namespace as (exec_in, in_root):
+            try:
+                procs.append(subprocess.Popen([*exec_in, sys.executable, "-m", __spec__.name,
+                                               "--serve", json.dumps([addresses, mode, delay_ms,
+                                                                      str(seen)])]))
+                procs.append(subprocess.Popen(
+                    [*in_root, "unbound", "-c", str(work / "unbound.conf")],
+                    stderr=subprocess.DEVNULL))
+                # evidence that Unbound is up and has primed the root: its answer to ". NS"
+                deadline = time.monotonic() + 10
+                while _ask(".", 0.5, seen, "NS")["rcode"] != "NOERROR":
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the study's Unbound did not answer within 10 s")
+                return [_ask(f"www.b{n}.lab.", timeout_s, seen) for n in range(1, names + 1)]
+            finally:
+                for proc in procs:
+                    proc.kill()
+                    proc.wait()
 
 
 def _ask(name: str, timeout_s: float, seen: Path, rdtype: str = "A") -> dict:

@@ -43,10 +43,10 @@ them have none). A reader refuses any other version with one line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dnslab.errors import LabError
 
@@ -104,6 +104,27 @@ def run_dirs(root: Path, experiment: str | None = None) -> list[Path]:
     experiment or of all, sorted (run ids sort by time)."""
     pattern = f"{experiment or '*'}/*/{META}"
     return sorted(path.parent for path in Path(root).glob(pattern))
+
+
+def is_full_scale(meta: Mapping[str, Any]) -> bool:
+    """Whether a run's meta.json says it ran at full scale (or the seed's): a SCALE=ci run
+    checks the lab and measures nothing a speaker shows."""
+    return meta.get("scale") != "ci"
+
+
+_Item = TypeVar("_Item")
+
+
+def newest_full_first(runs: Iterable[tuple[str, bool, _Item]]) -> dict[str, _Item]:
+    """Per experiment, from runs given oldest first as (experiment, full scale, item): the
+    item of its newest full-scale run where it has one, else of its newest at any scale (a
+    SCALE=ci run made after a full one never replaces it). The book and `make runs`' census
+    both choose so."""
+    newest: dict[str, tuple[bool, _Item]] = {}
+    for experiment, full, item in runs:
+        if full or experiment not in newest or not newest[experiment][0]:
+            newest[experiment] = (full, item)
+    return {experiment: item for experiment, (_, item) in newest.items()}
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:

@@ -58,6 +58,7 @@ class Load:
     rate: float | None = None
     queries_per_conn: int = 0
     doh_method: str = "GET"
+    doh_index_path: bool = False
     histogram: bool = False
     socket_buffer_kib: int = 0
 
@@ -108,6 +109,7 @@ def _stream(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: P
     argv = stream_argv(f"{address}:{port}", load.transport, qfile, connections=load.clients,
                        outstanding=load.outstanding, duration_s=load.seconds,
                        timeout_s=load.timeout_s, rate=load.rate, doh_method=load.doh_method,
+                       doh_index_path=load.doh_index_path,
                        per_query=bool(load.queries_per_conn))
     lab.push(client, [qfile])
     with open(out, "w") as handle:

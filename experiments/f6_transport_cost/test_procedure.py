@@ -49,6 +49,23 @@ def test_the_per_query_load_holds_a_connection_per_query_in_flight_at_its_own_ra
     fresh.check()
 
 
+def test_dohs_path_goes_unindexed_unless_the_run_asks_for_the_index() -> None:
+    """dnsload's :path a never-indexed literal by default, as nghttp2 and Chromium send it;
+    DOH_INDEX_PATH=1 sends Go's default (what Knot Resolver 5.7 misreads)."""
+    def argv(params: dict) -> list[str]:
+        load = load_for(params, {"doh": "dnsload"}, "doh")
+        return stream_argv("198.18.0.11:443", "doh", Path("q"), connections=load.clients,
+                           outstanding=load.outstanding, duration_s=load.seconds,
+                           timeout_s=load.timeout_s, doh_method=load.doh_method,
+                           doh_index_path=load.doh_index_path)
+    assert "-doh-index-path" not in argv(PARAMS)
+    assert "-doh-index-path" not in argv({**PARAMS, "doh_index_path": False})
+    assert "-doh-index-path" in argv({**PARAMS, "doh_index_path": True})
+    assert "-doh-index-path" not in stream_argv(
+        "198.18.0.11:853", "dot", Path("q"), connections=1, outstanding=1, duration_s=1,
+        timeout_s=1, doh_index_path=True)
+
+
 @pytest.mark.parametrize("load, message", [
     (Load("tcp", "flamethrower", 8, 5000, 20, 2), "is not one of the lab's"),
     (Load("tcp", "dnsload", 8, 5000, 20, 2, queries_per_conn=100),

@@ -199,6 +199,7 @@ def load_for(params: dict[str, Any], generators: dict[str, str], transport: str,
                 clients=int(params["clients"]), outstanding=int(params["outstanding"]),
                 seconds=float(params["trial_s"]), timeout_s=float(params["timeout_s"]),
                 rate=rate, doh_method=str(params.get("doh_method", "GET")),
+                doh_index_path=bool(params.get("doh_index_path")),
                 histogram=bool(params.get("latency_histogram")),
                 socket_buffer_kib=int(params.get("socket_buffer_kib") or 0))
     if mode == "per-query":

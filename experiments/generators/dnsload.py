@@ -239,11 +239,13 @@ STREAM_TRANSPORTS = ("udp", "tcp", "dot", "doh")
 def stream_argv(server: str, transport: str, query_file: Path, *, connections: int,
                 outstanding: int, duration_s: float, timeout_s: float,
                 rate: float | None = None, doh_method: str = "GET",
-                doh_path: str = "/dns-query", per_query: bool = False) -> list[str]:
+                doh_path: str = "/dns-query", doh_index_path: bool = False,
+                per_query: bool = False) -> list[str]:
     """`dnsload stream` against `server` (IP:PORT): `connections` kept open (UDP: sockets,
     each from a port of its own), `outstanding` queries in flight over them, closed loop or
     paced at `rate`; with `per_query` a new connection per query instead (`outstanding` of
-    them at a time; TCP, DoT)."""
+    them at a time; TCP, DoT). DoH's :path goes as a never-indexed literal unless
+    `doh_index_path` (bench/kresd_doh_get.py: what Knot Resolver 5.7 trips on)."""
     if transport not in STREAM_TRANSPORTS:
         raise LabError(f"dnsload stream speaks {', '.join(STREAM_TRANSPORTS)}, not {transport}",
                        hint="TRANSPORTS from: " + ", ".join(STREAM_TRANSPORTS))
@@ -254,6 +256,8 @@ def stream_argv(server: str, transport: str, query_file: Path, *, connections: i
         argv += ["-Q", f"{rate:g}"]
     if transport == "doh":
         argv += ["-doh-method", doh_method, "-doh-path", doh_path]
+        if doh_index_path:
+            argv.append("-doh-index-path")
     if per_query:
         argv.append("-per-query")
     return argv

@@ -175,3 +175,15 @@ def test_a_ci_run_after_a_full_one_does_not_replace_it(tmp_path: Path) -> None:
     assert chosen == {"xfr-30k-zones": "20261127T100000Z-full",
                       "tcp-fallback": "20261127T110000Z-ci2",
                       "tcp-sysctl": "20261127T110000Z-seed"}
+
+
+def test_the_book_and_the_census_choose_runs_by_one_rule() -> None:
+    """`results.newest_full_first`, which `newest_runs` and `make runs`' census both call:
+    runs oldest first; the newest full-scale one wins, a later SCALE=ci one never does."""
+    chosen = results.newest_full_first([
+        ("a", True, "a-full-1"), ("a", True, "a-full-2"), ("a", False, "a-ci-3"),
+        ("b", False, "b-ci-1"), ("b", False, "b-ci-2"),
+        ("c", False, "c-ci-1"), ("c", True, "c-seed-2"), ("c", False, "c-ci-3")])
+    assert chosen == {"a": "a-full-2", "b": "b-ci-2", "c": "c-seed-2"}
+    assert results.is_full_scale({"scale": "seed"}) and results.is_full_scale({})
+    assert not results.is_full_scale({"scale": "ci"})

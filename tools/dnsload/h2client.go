@@ -91,6 +91,29 @@ func (g *streamGen) dohSession(c net.Conn, inflight int) bool {
 	}, d.flush)
 }
 
+// requestHeaders HPACK-encodes one query's request headers into hbuf (reset first).
+func requestHeaders(enc *hpack.Encoder, hbuf *bytes.Buffer, cfg *streamConfig, authority string, q []byte) error {
+	hbuf.Reset()
+	path := cfg.dohPath
+	if cfg.dohMethod == "GET" {
+		path += "?dns=" + base64.RawURLEncoding.EncodeToString(q)
+	}
+	fields := []hpack.HeaderField{{Name: ":method", Value: cfg.dohMethod},
+		{Name: ":scheme", Value: "https"}, {Name: ":authority", Value: authority},
+		{Name: ":path", Value: path, Sensitive: !cfg.dohIndexPath}, {Name: "accept", Value: "application/dns-message"}}
+	if cfg.dohMethod == "POST" {
+		fields = append(fields,
+			hpack.HeaderField{Name: "content-type", Value: "application/dns-message"},
+			hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(q))})
+	}
+	for _, f := range fields {
+		if err := enc.WriteField(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (d *dohClient) flush() error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
@@ -103,23 +126,8 @@ func (d *dohClient) flush() error {
 // request writes one query as a new stream (GET: in the path; POST: in the body).
 func (d *dohClient) request(enc *hpack.Encoder, hbuf *bytes.Buffer, id uint32, q []byte) error {
 	cfg := d.g.cfg
-	hbuf.Reset()
-	path := cfg.dohPath
-	if cfg.dohMethod == "GET" {
-		path += "?dns=" + base64.RawURLEncoding.EncodeToString(q)
-	}
-	fields := []hpack.HeaderField{{Name: ":method", Value: cfg.dohMethod},
-		{Name: ":scheme", Value: "https"}, {Name: ":authority", Value: d.authority},
-		{Name: ":path", Value: path}, {Name: "accept", Value: "application/dns-message"}}
-	if cfg.dohMethod == "POST" {
-		fields = append(fields,
-			hpack.HeaderField{Name: "content-type", Value: "application/dns-message"},
-			hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(q))})
-	}
-	for _, f := range fields {
-		if err := enc.WriteField(f); err != nil {
-			return err
-		}
+	if err := requestHeaders(enc, hbuf, cfg, d.authority, q); err != nil {
+		return err
 	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()

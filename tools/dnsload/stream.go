@@ -39,8 +39,12 @@ type streamConfig struct {
 	rd          bool
 	dohMethod   string
 	dohPath     string
-	warmup      float64
-	perQuery    bool
+	// HPACK-index each GET's :path (Go's encoder default); off as nghttp2 (dnsperf, curl) and
+	// Chromium send it: Knot Resolver 5.7 decodes a request in place over its own unread
+	// input, so a path sent as a 1-byte index lets the decoded query overrun the next frames
+	dohIndexPath bool
+	warmup       float64
+	perQuery     bool
 }
 
 func parseStreamFlags(args []string) (*streamConfig, error) {
@@ -58,6 +62,7 @@ func parseStreamFlags(args []string) (*streamConfig, error) {
 	fs.BoolVar(&c.rd, "rd", true, "set RD (recursion desired), as dnsperf does")
 	fs.StringVar(&c.dohMethod, "doh-method", "GET", "DoH: GET or POST")
 	fs.StringVar(&c.dohPath, "doh-path", "/dns-query", "DoH: the path")
+	fs.BoolVar(&c.dohIndexPath, "doh-index-path", false, "DoH: HPACK-index the :path header (repeated GETs then go as a 1-byte index; off: literal never indexed, as nghttp2 and Chromium do)")
 	fs.Float64Var(&c.warmup, "warmup", 0, "also print a 'steady' line over the run without its first SECONDS")
 	fs.BoolVar(&c.perQuery, "per-query", false, "a new connection per query (tcp, dot): its latency runs from the dial, handshakes included; -q of them at a time")
 	if err := fs.Parse(args); err != nil {
@@ -221,7 +226,7 @@ func streamMain(args []string) error {
 	emit(map[string]any{"type": "start", "server": cfg.server, "transport": cfg.mode,
 		"connections": cfg.conns, "outstanding": cfg.outstanding, "rate": cfg.rate,
 		"duration": cfg.duration, "timeout": cfg.timeout.Seconds(), "queries": len(queries),
-		"doh_method": cfg.dohMethod, "doh_path": cfg.dohPath, "rd": cfg.rd,
+		"doh_method": cfg.dohMethod, "doh_path": cfg.dohPath, "doh_index_path": cfg.dohIndexPath, "rd": cfg.rd,
 		"per_query": cfg.perQuery})
 	return g.run(emit)
 }
