@@ -93,10 +93,11 @@ def runs_cmd(
                       text or "[dim]not analysed[/]")
     out.print(table)
     # judged / not applicable (machine) / not applicable (setting), per finding, of each
-    # experiment's newest analysed run, a full-scale one where there is one (as the book)
+    # experiment's newest complete analysed run, a full-scale one where there is one (as the
+    # book chooses its runs)
     newest = newest_full_first(
         (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["verdicts"])
-        for row in reversed(rows) if row["verdicts"])  # rows come newest first
+        for row in reversed(rows) if row["verdicts"] and row["complete"])  # newest first
     totals = index.census(v for verdicts in newest.values() for v in verdicts)
     if totals:
         out.print("census of each experiment's newest run, full scale where there is one "

@@ -1,9 +1,10 @@
 """Why Knot Resolver 5.7 closes DoH connections under `dnsload stream -m doh` GET load: the
 study behind F6's note (experiments/f6_transport_cost/NOTES.md, "Why Knot Resolver closes
 them"). In a throwaway network namespace (its loopback only), a stand-alone kresd answers one
-name from `hints` over DoH; dnsload sends GET requests for that one name, its :path either a
-never-indexed literal (dnsload's default, as nghttp2 and Chromium send it) or HPACK-indexed
-(`-doh-index-path`, Go's encoder default: a repeated :path goes as a 1-byte index). Printed:
+name from `hints` over DoH; dnsload sends GET requests for that one name (message ID 0, as
+RFC 8484 suggests, so every :path is the same), the :path either kept out of the HPACK table
+(dnsload's default; nghttp2, under dnsperf and curl, keeps it out too) or HPACK-indexed
+(`-doh-index-path`, Go's encoder default: the repeated :path goes as a 1-byte index). Printed:
 queries sent and answered, and the connections dnsload had to open again.
 
     python -m bench.kresd_doh_get [--root build/rootfs/<kresd root>] [--conns 1]
@@ -12,11 +13,13 @@ queries sent and answered, and the connections dnsload had to open again.
 The mechanism, read in Knot Resolver 5.7's daemon/io.c and daemon/http.c: TLS decrypts into
 the free space of the session's wire buffer, and http_process_input_data() writes each decoded
 query (2-byte length + message) back to the start of that same free space while nghttp2 is
-still reading the rest of the input from it. That is safe while every request is longer than
-the query it decodes to (a GET's :path carries the query in base64url; a POST's DATA frame
-carries it whole). A :path sent as a 1-byte index makes a request ~15 bytes against a ~40-byte
-query, so the decoded queries overwrite frames nghttp2 has not read yet, and it reads a
-garbage frame header: GOAWAY FRAME_SIZE_ERROR. Measured 2026-11-28 (kresd 5.7.5, Debian 13):
+still reading the rest of the input from it. That is safe while the requests read so far are
+longer than the queries written (a GET's :path carries the query in base64url; a POST's DATA
+frame carries it whole). A :path sent as a 1-byte index makes a request 14 bytes (a 9-byte
+frame header, five 1-byte fields) against 33 bytes written (this study's 31-byte query and
+its length), so with several requests in one read the decoded queries overwrite frames
+nghttp2 has not read yet, and it reads a frame whose declared length is garbage: GOAWAY
+FRAME_SIZE_ERROR. Measured 2026-11-28 (kresd 5.7.5, Debian 13):
 tests/integration/test_kresd_doh.py. Nothing leaves the namespace.
 """
 
@@ -31,6 +34,7 @@ from pathlib import Path
 from bench.study_namespace import study_namespace
 from dnslab import certificates, paths
 from dnslab.runtime import rootfs
+from dnslab.wait import wait_until
 
 NETNS = "dnslab-kresd-doh-study"
 ADDRESS = "127.0.0.1"
@@ -67,8 +71,12 @@ def default_root() -> Path:
 
 def dnsload_stream(index_path: bool, conns: int, outstanding: int, rate: float,
                    seconds: float, root: Path | None = None) -> dict:
-    """dnsload's total line for one GET run against a fresh kresd; `kresd_log` added."""
+    """dnsload's total line for one GET run against a fresh kresd, with `doh_index_path` as
+    dnsload's start line said it (a stale binary without the flag says nothing) and the tail
+    of kresd's log (`kresd_log`)."""
     dnsload = paths.BUILD / "bin" / "dnsload"
+    if not dnsload.exists():
+        raise RuntimeError(f"{dnsload} is missing: run `make dnsload`")
     with tempfile.TemporaryDirectory(prefix="kresd-doh-study-", dir="/tmp") as tmp:
         work = Path(tmp)
         certificates.make(work, ADDRESS, "kresd")
@@ -93,29 +101,27 @@ def dnsload_stream(index_path: bool, conns: int, outstanding: int, rate: float,
                     argv.append("-doh-index-path")
                 proc = subprocess.run(argv, capture_output=True, text=True,
                                       timeout=seconds + 60)
-                total = _total(proc.stdout)
-                if total is None:
+                lines = _lines(proc.stdout)
+                if "total" not in lines:
                     raise RuntimeError(f"dnsload printed no total: {proc.stderr.strip()[-300:]}")
-                total["kresd_log"] = log.read_text()[-2000:]
-                return total
+                return {**lines["total"],
+                        "doh_index_path": lines.get("start", {}).get("doh_index_path"),
+                        "kresd_log": log.read_text()[-2000:]}
             finally:
                 if kresd is not None:
                     kresd.kill()
                     kresd.wait()
 
 
-def _total(stdout: str) -> dict | None:
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            row = json.loads(line)
-            if row.get("type") == "total":
-                return row
-    return None
+def _lines(stdout: str) -> dict[str, dict]:
+    """dnsload's JSON lines by type (the last of each)."""
+    return {row.get("type", ""): row for row in
+            (json.loads(line) for line in stdout.splitlines() if line.startswith("{"))}
 
 
 def _wait_for_doh(exec_in: list[str], dnsload: Path, work: Path, kresd: subprocess.Popen) -> None:
-    """Evidence that kresd answers over DoH: one query answered (tried for up to 10 s)."""
-    for _ in range(20):
+    """Evidence that kresd answers over DoH: one query answered, within 10 s."""
+    def answered() -> bool:
         if kresd.poll() is not None:
             raise RuntimeError("kresd exited while starting: "
                                + (work / "kresd.log").read_text()[-500:])
@@ -123,11 +129,10 @@ def _wait_for_doh(exec_in: list[str], dnsload: Path, work: Path, kresd: subproce
             [*exec_in, str(dnsload), "stream", "-m", "doh", "-s", f"{ADDRESS}:{DOH_PORT}",
              "-d", str(work / "queries"), "-c", "1", "-q", "1", "-l", "0.2", "-t", "0.5"],
             capture_output=True, text=True, timeout=30)
-        total = _total(proc.stdout)
-        if total and total.get("answered", 0) > 0:
-            return
-    raise RuntimeError("kresd did not answer over DoH within 10 s: "
-                       + (work / "kresd.log").read_text()[-500:])
+        return _lines(proc.stdout).get("total", {}).get("answered", 0) > 0
+
+    wait_until(answered, 10, lambda: "kresd's DoH answer: "
+               + (work / "kresd.log").read_text()[-300:], interval=0.2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,9 @@ def study_namespace(name: str, work: Path, root: Path | None = None,
                     ) -> Iterator[tuple[list[str], list[str]]]:
     """Yields two argv prefixes: one that runs a command in the namespace, one that runs the
     study's daemon there (under chroot into `root` when given); `addresses` (/32 each) are put
-    on its loopback. Everything is undone at exit."""
+    on its loopback. Everything is undone at exit; one left by a study killed before its exit
+    is removed first."""
+    subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
     subprocess.run(["ip", "netns", "add", name], check=True)
     mounted: Path | None = None
     try:
@@ -36,5 +38,6 @@ def study_namespace(name: str, work: Path, root: Path | None = None,
         yield exec_in, in_root
     finally:
         if mounted is not None:
-            subprocess.run(["umount", str(mounted)], check=False)
+            if subprocess.run(["umount", str(mounted)], check=False).returncode == 0:
+                mounted.rmdir()  # the empty mount point made above
         subprocess.run(["ip", "netns", "del", name], check=False)

@@ -69,6 +69,8 @@ from dnslab.sysctl import load_profile
 from experiments.f3_xfr.derived import (
     SEED_PORT_RANGE,
     SEED_PORTS,
+    TLD_SPREAD_BAND,
+    TLD_TIMER_ROOM,
     ColdStart,
     cold_start,
     connection_rate,
@@ -827,7 +829,7 @@ def tld_size_condition(run: Run, verdict: Verdict) -> None:
                  "most {room:.1%} of the transfer time, on a quiet machine (processes outside "
                  "the lab <= 10 % of a core on average)",
     fails_when="a repetition failed or one lies more than {max_dev:.1%} from the mean",
-    limits={"max_dev": 0.01, "room": 0.004, "min_reps": 10},
+    limits={"max_dev": TLD_SPREAD_BAND, "room": TLD_TIMER_ROOM, "min_reps": 10},
 )
 def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
                         min_reps: int) -> None:

@@ -257,7 +257,11 @@ def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
                         f"n={len(tso)}/{len(base)}" + _posthoc(run, load, profile))
     verdict.phrase = (f"{qps.value()} qps, {latency.value()} latency at {load:.0f} % load "
                       f"(p {p_qps:.3f} / {p_lat:.3f})")
-    assert p_more >= alpha, "tcp_tso_win_divisor=1 gave significantly more qps"
+    if p_more < alpha:
+        # a reversed effect rests on the same trials' intervals, never "one measurement"
+        verdict.intervals += [f.to_dict() for f in (qps, latency)]
+        verdict.basis = "; ".join(dict.fromkeys(f.interval.describe() for f in (qps, latency)))
+        raise AssertionError("tcp_tso_win_divisor=1 gave significantly more qps")
     decide_any(verdict, qps, latency)
 
 

@@ -50,7 +50,7 @@ def test_the_per_query_load_holds_a_connection_per_query_in_flight_at_its_own_ra
 
 
 def test_dohs_path_goes_unindexed_unless_the_run_asks_for_the_index() -> None:
-    """dnsload's :path a never-indexed literal by default, as nghttp2 and Chromium send it;
+    """dnsload's GET :path kept out of the HPACK table by default, as nghttp2 keeps it;
     DOH_INDEX_PATH=1 sends Go's default (what Knot Resolver 5.7 misreads)."""
     def argv(params: dict) -> list[str]:
         load = load_for(params, {"doh": "dnsload"}, "doh")

@@ -74,3 +74,22 @@ def test_a_real_loss_still_passes_most_of_the_time() -> None:
                    for q in (base, worse)]
         passed += claim_passes(pd.Series(base), latency[0], pd.Series(worse), latency[1])
     assert passed / 300 >= 0.9
+
+
+def test_a_reversed_tso_effect_rests_on_the_trials_intervals(tmp_path) -> None:
+    """tcp_tso_win_divisor=1 with significantly more qps (the full run 6109's +3.9 %): not
+    reproduced, and the verdict says it rests on the Mann-Whitney intervals over the trials
+    with both figures' intervals, never "one measurement"."""
+    from analysis.claim import ONE_MEASUREMENT
+    from analysis.rundata import load_run
+    from analysis.verdicts import evaluate
+    from experiments.f5_tcp_sysctl import fixtures
+
+    run = fixtures.tcp_sysctl_run(tmp_path, gain={"tso-win-divisor-1": 1.1},
+                                  latency_gain={"tso-win-divisor-1": 0.9})
+    found, errors = evaluate(load_run(run))
+    assert errors == []
+    tso = next(v for v in found if v["claim_id"] == "F5.tso-win-divisor")
+    assert tso["status"] == "not_reproduced", tso
+    assert tso["basis"] != ONE_MEASUREMENT and "Mann-Whitney" in tso["basis"], tso["basis"]
+    assert len(tso["intervals"]) == 2, tso["intervals"]

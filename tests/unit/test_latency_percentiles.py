@@ -46,6 +46,18 @@ def test_percentiles_of_a_dnsperf_histogram(tmp_path: Path) -> None:
     assert list(curve[1]) == sorted(curve[1], reverse=True)  # slower as the share shrinks
 
 
+def test_the_slides_reading_is_the_histograms_step_not_between_two() -> None:
+    """A two-step distribution (Nagle holds: 55 % of the answers at 38.9 ms, 45 % at
+    53.2 ms): the median read off the curve is an answer's time, 38.9 ms as F6's verdict
+    reads it, never a time between the steps that no answer took (it read 49.3 ms)."""
+    held = latency.Latencies(np.array([38.9, 53.2]), np.array([550.0, 450.0]))
+    reading = latency._reading("bind, TCP", held, None)
+    assert "half the queries slower than 38.9 ms" in reading, reading
+    assert "1 % slower than 53.2 ms" in reading, reading
+    quantiles = latency.from_quantiles(1, 2, 3, 4, answered=1000)
+    assert "half the queries slower than" in latency._reading("q", quantiles, None)
+
+
 def test_trials_pool_and_quantiles_do_not(tmp_path: Path) -> None:
     one = latency.Latencies(np.array([1.0, 10.0]), np.array([90.0, 10.0]), lost=1)
     two = latency.Latencies(np.array([2.0, 10.0]), np.array([50.0, 50.0]))

@@ -284,11 +284,14 @@ func TestStreamPacesFromTheConnectionsBeingUp(t *testing.T) {
 	}
 }
 
-// A repeated GET's :path goes as a never-indexed literal by default (as nghttp2 and Chromium
-// send it), so every request block carries its query; -doh-index-path sends a repeat as a
-// 1-byte index, the request shorter than the query it decodes to (what Knot Resolver 5.7's
-// in-place decoding trips on).
+// A repeated GET's :path goes as a literal kept out of the HPACK table by default (nghttp2
+// keeps it out too), so every request block carries its query; -doh-index-path sends a
+// repeat as a 1-byte index, the request shorter than the query it decodes to (what Knot
+// Resolver 5.7's in-place decoding trips on). The flag's default is off.
 func TestRequestHeadersPathIndexing(t *testing.T) {
+	if cfg, err := parseStreamFlags([]string{"-s", "127.0.0.1:443", "-d", "q"}); err != nil || cfg.dohIndexPath {
+		t.Fatalf("-doh-index-path must default to off: %+v %v", cfg, err)
+	}
 	q := make([]byte, 40)
 	q[5] = 1
 	for _, index := range []bool{false, true} {

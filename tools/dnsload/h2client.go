@@ -100,7 +100,8 @@ func requestHeaders(enc *hpack.Encoder, hbuf *bytes.Buffer, cfg *streamConfig, a
 	}
 	fields := []hpack.HeaderField{{Name: ":method", Value: cfg.dohMethod},
 		{Name: ":scheme", Value: "https"}, {Name: ":authority", Value: authority},
-		{Name: ":path", Value: path, Sensitive: !cfg.dohIndexPath}, {Name: "accept", Value: "application/dns-message"}}
+		{Name: ":path", Value: path, Sensitive: cfg.dohMethod == "GET" && !cfg.dohIndexPath},
+		{Name: "accept", Value: "application/dns-message"}}
 	if cfg.dohMethod == "POST" {
 		fields = append(fields,
 			hpack.HeaderField{Name: "content-type", Value: "application/dns-message"},

@@ -39,9 +39,11 @@ type streamConfig struct {
 	rd          bool
 	dohMethod   string
 	dohPath     string
-	// HPACK-index each GET's :path (Go's encoder default); off as nghttp2 (dnsperf, curl) and
-	// Chromium send it: Knot Resolver 5.7 decodes a request in place over its own unread
-	// input, so a path sent as a 1-byte index lets the decoded query overrun the next frames
+	// HPACK-index each GET's :path (Go's encoder default). Off: the path never enters the
+	// table (sent never-indexed, the one per-field form Go's hpack offers; nghttp2, under
+	// dnsperf and curl, keeps :path out of the table too). Knot Resolver 5.7 decodes each
+	// request in place over its own unread input, so a repeated path sent as a 1-byte index
+	// lets the decoded queries overrun the frames not yet read
 	dohIndexPath bool
 	warmup       float64
 	perQuery     bool
@@ -62,7 +64,7 @@ func parseStreamFlags(args []string) (*streamConfig, error) {
 	fs.BoolVar(&c.rd, "rd", true, "set RD (recursion desired), as dnsperf does")
 	fs.StringVar(&c.dohMethod, "doh-method", "GET", "DoH: GET or POST")
 	fs.StringVar(&c.dohPath, "doh-path", "/dns-query", "DoH: the path")
-	fs.BoolVar(&c.dohIndexPath, "doh-index-path", false, "DoH: HPACK-index the :path header (repeated GETs then go as a 1-byte index; off: literal never indexed, as nghttp2 and Chromium do)")
+	fs.BoolVar(&c.dohIndexPath, "doh-index-path", false, "DoH: HPACK-index GET's :path header (a repeated query then goes as a 1-byte index; off: a literal kept out of the table, as nghttp2 sends it)")
 	fs.Float64Var(&c.warmup, "warmup", 0, "also print a 'steady' line over the run without its first SECONDS")
 	fs.BoolVar(&c.perQuery, "per-query", false, "a new connection per query (tcp, dot): its latency runs from the dial, handshakes included; -q of them at a time")
 	if err := fs.Parse(args); err != nil {
