@@ -341,14 +341,20 @@ def decide_words(figure: Judged) -> str:
             f"{figure.unit} ({figure.interval.describe()}): {more}")
 
 
+def record_intervals(verdict: Verdict, *figures: Judged) -> None:
+    """The figures' intervals into the verdict, and its basis: how they were made (kept as
+    it was when no figure is given)."""
+    verdict.intervals += [f.to_dict() for f in figures]
+    bases = list(dict.fromkeys(f.interval.describe() for f in figures))
+    verdict.basis = "; ".join(bases) if bases else verdict.basis
+
+
 def decide(verdict: Verdict, *figures: Judged) -> None:
     """The one rule for figures with intervals: each figure's interval goes into the verdict;
     any figure whose whole interval lies outside its band fails the claim (AssertionError:
     not reproduced), else any whose interval straddles an edge makes it `Inconclusive`,
     else it holds. The verdict's basis says how the intervals were made."""
-    verdict.intervals += [f.to_dict() for f in figures]
-    bases = list(dict.fromkeys(f.interval.describe() for f in figures))
-    verdict.basis = "; ".join(bases) if bases else verdict.basis
+    record_intervals(verdict, *figures)
     outside = [f for f in figures if f.outcome() == OUTSIDE]
     if outside:
         raise AssertionError("; ".join(f"{f.text()} outside the band {f.band()}"
@@ -362,8 +368,7 @@ def decide_any(verdict: Verdict, *figures: Judged) -> None:
     """`decide` for a claim whose effect shows in either of its figures (F5's "qps lower or
     latency higher"): it holds when any figure's interval lies inside its band, fails when
     every one lies outside, and is `Inconclusive` otherwise."""
-    verdict.intervals += [f.to_dict() for f in figures]
-    verdict.basis = "; ".join(dict.fromkeys(f.interval.describe() for f in figures))
+    record_intervals(verdict, *figures)
     outcomes = [f.outcome() for f in figures]
     if INSIDE in outcomes:
         return

@@ -75,6 +75,8 @@ from experiments.f3_xfr.derived import (
     cold_start,
     connection_rate,
     connections_per_zone,
+    finite_delays,
+    is_finite,
     log_timed_transfers,
     port_range_read_back,
     time_ports_used,
@@ -259,13 +261,6 @@ def _did_the_work(cs: ColdStart, default: ColdStart, profile: str) -> None:
             f"{profile} made at most {cs.attempts_per_tw:,.0f} connection attempts in any "
             f"60 s, fewer than the default's {default.ports:,} ports: it could not fail",
             "the same zone count and load as the default profile", cause=SETTING)
-
-
-def _finite(value: object) -> bool:
-    try:
-        return bool(np.isfinite(float(value)))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
 
 
 def _default(run: Run, one: Series) -> tuple[Cell, ColdStart]:
@@ -842,7 +837,7 @@ def test_tld_repeatable(run: Run, verdict: Verdict, max_dev: float, room: float,
         not_applicable("no cells in this run", cause=SETTING)
     parts, worst = [], 0.0
     for cell in run.cells:
-        delays = [float(d) for d in cell.figure("delays_s") or [] if _finite(d)]
+        delays = finite_delays(cell, required=True)
         reps = int(cell.figure("repetitions", optional=True) or len(delays))
         source = cell.figure("timing_source", optional=True) or "daemon start to SOA answer"
         require(source == "transfer-log",
@@ -953,7 +948,7 @@ def test_smallest_delay(run: Run, verdict: Verdict, errors: int, max_error_s: fl
     parts, figures, unmet = [], [], []
     for cell in run.cells:
         timed = log_timed_transfers(cell)
-        delays = [float(d) for d in cell.figure("delays_s") or [] if _finite(d)]
+        delays = finite_delays(cell, required=True)
         started = (f"; {statistics.median(delays):+.3f} s from process start to the first "
                    "SOA answer" if delays else "")
         if not timed:
@@ -1040,7 +1035,7 @@ def test_sweep_nonlinear(run: Run, verdict: Verdict, min_spread: float, min_poin
                 "the sweep's largest count again with wide ports (PROFILES=default,wide-ports)",
                 cause=SETTING)
         value = control[0].figure("total_time_s", optional=True)
-        wide = float(value) / predicted if value is not None and _finite(value) \
+        wide = float(value) / predicted if value is not None and is_finite(value) \
             and predicted > 0 else float("inf")
         text += (f"; wide-ports control {fmt_s(float(value)) if value is not None else 'stalled'}"
                  f" ({wide:.2f}x the line)")
@@ -1091,7 +1086,7 @@ def _sweep_ratio(run: Run, cells: list[Cell], min_spread: float) -> tuple[str, f
     for cell in cells:
         value = cell.figure("total_time_s")
         zones = int(cell.params["zones"])
-        total[zones] = None if value is None or not _finite(value) else float(value)
+        total[zones] = None if value is None or not is_finite(value) else float(value)
         limit = cell.figure("deadline_s", optional=True) or run.params.get("deadline_s")
         deadline[zones] = float(limit) if limit is not None else None
     counts = sorted(total)

@@ -153,17 +153,19 @@ TLD_TIMER_ROOM = 0.004
 TLD_SPREAD_BAND = 0.01  # SEED_TLD_SPREAD + TLD_TIMER_ROOM
 
 
-def finite_delays(cell: Cell) -> list[float]:
-    """A cell's repetition times (`delays_s`) that are numbers (a failed one is left out)."""
-    out = []
-    for value in cell.figure("delays_s", optional=True) or []:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(number):
-            out.append(number)
-    return out
+def is_finite(value: object) -> bool:
+    """Whether a figure is a finite number (a failed repetition's None or NaN is not)."""
+    try:
+        return math.isfinite(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def finite_delays(cell: Cell, required: bool = False) -> list[float]:
+    """A cell's repetition times (`delays_s`) that are numbers (a failed one is left out);
+    `required`: a cell without the figure is an error, as a claim reads it."""
+    return [float(d) for d in cell.figure("delays_s", optional=not required) or []
+            if is_finite(d)]
 
 
 def transfer_log_time(row: dict[str, Any]) -> float | None:

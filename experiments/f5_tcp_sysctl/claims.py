@@ -57,6 +57,7 @@ from analysis.claim import (
     decide,
     decide_any,
     not_applicable,
+    record_intervals,
     require,
 )
 from analysis.derived import require_paced_load_reached
@@ -259,8 +260,7 @@ def test_tso_worse(run: Run, verdict: Verdict, alpha: float, min_trials: int,
                       f"(p {p_qps:.3f} / {p_lat:.3f})")
     if p_more < alpha:
         # a reversed effect rests on the same trials' intervals, never "one measurement"
-        verdict.intervals += [f.to_dict() for f in (qps, latency)]
-        verdict.basis = "; ".join(dict.fromkeys(f.interval.describe() for f in (qps, latency)))
+        record_intervals(verdict, qps, latency)
         raise AssertionError("tcp_tso_win_divisor=1 gave significantly more qps")
     decide_any(verdict, qps, latency)
 
