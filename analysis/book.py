@@ -34,6 +34,7 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from analysis import index  # noqa: E402
 from analysis.claim import REPRODUCTION  # noqa: E402
 from analysis.index import census, census_text  # noqa: E402
 from analysis.pipeline import analyse  # noqa: E402
@@ -75,9 +76,21 @@ class FindingPage:
     source: str
     experiments: tuple[str, ...]
     runs: list[RunPage] = field(default_factory=list)
+    # each claim's latest evidence ((verdict, run label), `index.latest_evidence`) when the
+    # book was built from a results root: a claim its newest run could not judge shows the
+    # newest full run that did, named in its line
+    evidence: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+    def _shown(self) -> list[dict[str, Any]]:
+        if not self.evidence:
+            return [v for page in self.runs for v in page.verdicts]
+        mine = {page.run.label for page in self.runs}
+        return [v if label in mine else
+                {**v, "line": f"{line_of(v)} (from the full run {label}, which ran it)"}
+                for v, label in self.evidence]
 
     def verdicts(self, *, reproductions: bool) -> list[dict[str, Any]]:
-        return [v for page in self.runs for v in page.verdicts
+        return [v for v in self._shown()
                 if (v.get("kind", REPRODUCTION) == REPRODUCTION) == reproductions]
 
     @property
@@ -90,7 +103,7 @@ class FindingPage:
         """Its claims, calibrations and lab checks: judged / not applicable (machine) / not
         applicable (setting), e.g. "7 judged (5 reproduced, 2 inconclusive); not
         applicable: 1 machine, 2 setting" ("no run" without one)."""
-        counted = census(v for page in self.runs for v in page.verdicts)
+        counted = census(self._shown())
         return census_text(counted[self.id]) if self.id in counted else "no run"
 
 
@@ -114,6 +127,24 @@ def newest_runs(root: Path) -> list[Path]:
             complete.append((str(meta["experiment"]), results.is_full_scale(meta), folder))
     newest = results.newest_full_first(complete)
     return [newest[e] for e in sorted(newest)]
+
+
+def latest_evidence(root: Path) -> list[tuple[dict[str, Any], str]]:
+    """Each claim's latest evidence under a results root (`index.latest_evidence`) from the
+    summaries of its complete runs (a run not analysed yet is passed over)."""
+    runs = []
+    for folder in results.run_dirs(root):  # oldest first
+        meta = results.peek_meta(folder)
+        path = folder / "summary.json"
+        if not (meta.get("complete") and meta.get("experiment") and path.is_file()):
+            continue
+        try:
+            verdicts = json.loads(path.read_text()).get("verdicts") or []
+        except json.JSONDecodeError:
+            continue
+        runs.append((str(meta["experiment"]), results.is_full_scale(meta),
+                     f"{meta['experiment']}/{folder.name}", verdicts))
+    return index.latest_evidence(runs)
 
 
 def _summary(folder: Path) -> dict[str, Any]:
@@ -369,6 +400,11 @@ def build(run_folders: list[Path] | None = None, *, results_root: Path,
     target.mkdir(parents=True, exist_ok=True)
     try:
         pages = collect(folders, target)
+        if not run_folders:  # the newest runs: each claim's latest evidence
+            evidence = latest_evidence(results_root)
+            for page in pages:
+                page.evidence = [(v, label) for v, label in evidence
+                                 if index.finding_of(v) == page.id]
         env = environment(pages)
         write_html(pages, env, target)
         titles = write_deck(pages, env, target)

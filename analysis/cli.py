@@ -20,7 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.results import is_full_scale, newest_full_first
+from dnslab.results import is_full_scale
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -93,17 +93,22 @@ def runs_cmd(
                       text or "[dim]not analysed[/]")
     out.print(table)
     # judged / not applicable (machine) / not applicable (setting), per finding, of each
-    # experiment's newest complete analysed run, a full-scale one where there is one (as the
-    # book chooses its runs)
-    newest = newest_full_first(
-        (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["verdicts"])
-        for row in reversed(rows) if row["verdicts"] and row["complete"])  # newest first
-    totals = index.census(v for verdicts in newest.values() for v in verdicts)
+    # claim's latest evidence (as the book counts it): its experiment's newest complete
+    # analysed run, full scale where there is one, or the newest full run that judged it
+    evidence = index.latest_evidence(
+        (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["path"],
+         row["verdicts"])
+        for row in reversed(rows) if row["verdicts"] and row["complete"])  # oldest first
+    totals = index.census(v for v, _ in evidence)
     if totals:
-        out.print("census of each experiment's newest run, full scale where there is one "
-                  "(claims, calibrations and lab checks):", markup=False)
+        out.print("census of each claim's latest evidence: its experiment's newest run, full "
+                  "scale where there is one, or the newest full run that judged it (claims, "
+                  "calibrations and lab checks):", markup=False)
         for finding, counts in totals.items():
-            out.print(f"  {finding}: {index.census_text(counts)}", markup=False)
+            runs = sorted({label.rsplit("/", 1)[-1] for v, label in evidence
+                           if index.finding_of(v) == finding})
+            out.print(f"  {finding}: {index.census_text(counts)} (runs {', '.join(runs)})",
+                      markup=False)
 
 
 @app.command("compare")

@@ -168,6 +168,10 @@ CENSUS_KEYS = ("judged", "reproduced", "not_reproduced", "inconclusive", MACHINE
                "unclassified", "other")
 
 
+def finding_of(verdict: dict[str, Any]) -> str:
+    return str(verdict.get("finding") or str(verdict.get("claim_id", "?")).split(".", 1)[0])
+
+
 def census(verdicts: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """{finding: counts} over every claim, calibration and lab check: `judged` (of which
     `reproduced`, `not_reproduced`, `inconclusive`), not applicable for the `machine` (cores,
@@ -175,7 +179,7 @@ def census(verdicts: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     (a verdict from before causes were recorded), `other` (incomplete, error)."""
     out: dict[str, dict[str, int]] = {}
     for v in verdicts:
-        finding = str(v.get("finding") or str(v.get("claim_id", "?")).split(".", 1)[0])
+        finding = finding_of(v)
         counts = out.setdefault(finding, dict.fromkeys(CENSUS_KEYS, 0))
         status = str(v.get("status"))
         if status in JUDGED:
@@ -187,6 +191,32 @@ def census(verdicts: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
         else:
             counts["other"] += 1
     return dict(sorted(out.items()))
+
+
+def latest_evidence(runs: Iterable[tuple[str, bool, str, list[dict[str, Any]]]]
+                    ) -> list[tuple[dict[str, Any], str]]:
+    """Each claim's latest evidence, from runs given oldest first as (experiment, full scale,
+    run label, verdicts): the verdict of the run `results.newest_full_first` chooses for its
+    experiment, or, where that run (at full scale) could not judge the claim, of the newest
+    full-scale run of the experiment that did (a run of three profiles does not undo what an
+    earlier run of three others judged); each with the label of the run it comes from. A
+    claim judged in no full-scale run keeps the chosen run's "not applicable"."""
+    runs = list(runs)
+    chosen = results.newest_full_first((e, full, label) for e, full, label, _ in runs)
+    judged: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+    for experiment, full, label, verdicts in runs:  # oldest first: the newest stays
+        for v in verdicts:
+            if full and v.get("status") in JUDGED:
+                judged[(experiment, str(v.get("claim_id")))] = (v, label)
+    out = []
+    for experiment, full, label, verdicts in runs:
+        if chosen.get(experiment) != label:
+            continue
+        for v in verdicts:
+            key = (experiment, str(v.get("claim_id")))
+            older = full and v.get("status") not in JUDGED and key in judged
+            out.append(judged[key] if older else (v, label))
+    return out
 
 
 # a check of the lab holds or fails, it reproduces nothing: the census says both at once

@@ -107,6 +107,13 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     # above the ceiling: the responder was the ceiling cell's limit, not the generator (F2's
     # rule): not applicable, the generator's own ceiling not measured
     ("F6.tcp-cost", UNMET_SETTING, nsd_only(ceilings={"udp": 140000.0})),
+    # ... unless the generator's cores were full in the server's own trials and the server's
+    # were not (run 6638: BIND 9.20's UDP 0.8 % above the ceiling, the generator 98 % busy,
+    # BIND 79 %): the generator's figure, the machine's
+    ("F6.tcp-cost", UNMET_MACHINE, nsd_only(ceilings={"udp": 140000.0}, busy={"udp": 79.0},
+                                            generator_busy=98.0)),
+    # the generator full but the server's cores full too: which one set it is not known
+    ("F6.tcp-cost", UNMET_SETTING, nsd_only(ceilings={"udp": 140000.0}, generator_busy=98.0)),
     ("F6.tls-cost", PRESENT, cost()),
     ("F6.tls-cost", ABSENT, cost({"unbound": {"dot": 0.9, "tcp": 0.95}})),
     ("F6.tls-cost", REVERSED, cost({"bind": {"dot": 1.2, "tcp": 1.3}})),

@@ -63,7 +63,10 @@ GENERATOR_REMEDY = ("a generator that is not the limit: the load generator on a 
                     "own (GENERATOR_CPUS), more of them, or a faster machine")
 _REGIME = derived.source_regime()
 PRECONDITION = ("both figures the server's: each below {bound:.0%} of its transport's "
-                "generator ceiling measured in the run, >= {min_trials} trials each, "
+                "generator ceiling measured in the run (a figure above that ceiling is "
+                "the generator's too where its cores were full in the server's trials and the "
+                "server's were not, else the ceiling's responder's limit), >= {min_trials} "
+                "trials each, "
                 ">= {noerror:.0%} of the answers NOERROR; and each in the source's regime "
                 "(its CSVs at 8 clients): the server's threads busy at least "
                 f"{_REGIME.busy_low * 100:.0f} % (its 4-thread servers "
@@ -115,7 +118,8 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
     require(not found.limited,
             f"generator-limited: {server} over {LABELS[transport]} answered "
             f"{found.qps:,.0f} qps, {found.share_of_ceiling:.0%} of the generator's ceiling "
-            f"{found.ceiling:,.0f} qps ({found.generator})", GENERATOR_REMEDY, cause=MACHINE)
+            f"{found.ceiling:,.0f} qps ({found.generator})" + _busy_said(found),
+            GENERATOR_REMEDY, cause=MACHINE)
     misses = found.out_of_regime(margin)
     require(not misses,
             f"{server} over {LABELS[transport]} is out of the source's regime: "
@@ -126,6 +130,13 @@ def server_figure(run: Run, server: str, transport: str, min_trials: int, noerro
             "of its own where it was full)",
             cause=MACHINE if misses and all(c == MACHINE for _, c in misses) else SETTING)
     return found
+
+
+def _busy_said(found: Measured) -> str:
+    if found.generator_busy_pct is None or found.cores_busy_pct is None:
+        return ""
+    return (f"; in its trials the generator's cores {found.generator_busy_pct:.0f} % busy, the "
+            f"server's {found.cores_busy_pct:.0f} %")
 
 
 def ratio(run: Run, verdict: Verdict, server: str, transport: str, min_trials: int,

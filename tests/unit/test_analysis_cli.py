@@ -146,3 +146,40 @@ def test_two_runs_agree_when_no_verdict_flips() -> None:
     assert agreement([v("inconclusive", 0.87, 1.05), v("not_reproduced", 1.10, 1.30)]) == (
         "no flip, intervals apart")
     assert agreement([v("reproduced"), v("not_applicable")]) == "differs"
+
+
+def _v(claim: str, status: str, cause: str | None = None) -> dict[str, str]:
+    return {"claim_id": claim, "finding": claim.split(".")[0], "status": status,
+            **({"cause": cause} if cause else {})}
+
+
+def test_each_claims_latest_evidence_is_the_newest_full_run_that_judged_it() -> None:
+    """A run of three profiles cannot undo what an earlier run of three others judged: where
+    the newest full run says "not applicable", the newest full run that judged the claim
+    speaks for it; a SCALE=ci run never does, and a claim no full run judged keeps its
+    "not applicable"."""
+    runs = [  # oldest first
+        ("tcp-sysctl", True, "tcp-sysctl/1-old", [_v("F5.tso", "not_reproduced"),
+                                                  _v("F5.sack", "reproduced"),
+                                                  _v("F5.lost", "not_applicable", "setting")]),
+        ("tcp-sysctl", False, "tcp-sysctl/2-ci", [_v("F5.lost", "reproduced"),
+                                                  _v("F5.sack", "not_reproduced")]),
+        ("tcp-sysctl", True, "tcp-sysctl/3-new", [_v("F5.tso", "not_applicable", "setting"),
+                                                  _v("F5.sack", "inconclusive"),
+                                                  _v("F5.lost", "not_applicable", "setting")]),
+        ("tcp-sysctl", False, "tcp-sysctl/4-ci", [_v("F5.tso", "reproduced")]),
+        ("xfr-tld", False, "xfr-tld/1-ci", [_v("F3.tld", "reproduced")]),
+    ]
+    got = {(v["claim_id"], v["status"], label) for v, label in index.latest_evidence(runs)}
+    assert got == {("F5.tso", "not_reproduced", "tcp-sysctl/1-old"),
+                   ("F5.sack", "inconclusive", "tcp-sysctl/3-new"),
+                   ("F5.lost", "not_applicable", "tcp-sysctl/3-new"),
+                   ("F3.tld", "reproduced", "xfr-tld/1-ci")}
+    counted = index.census(v for v, _ in index.latest_evidence(runs))
+    assert index.census_text(counted["F5"]) == (
+        "2 judged (1 not reproduced or failing, 1 inconclusive); not applicable: 1 setting")
+    # with no full run the newest at any scale speaks, older ones not at all
+    only_ci = [("a", False, "a/1", [_v("F1.x", "reproduced")]),
+               ("a", False, "a/2", [_v("F1.x", "not_applicable", "setting")])]
+    assert [(v["status"], label) for v, label in index.latest_evidence(only_ci)] == [
+        ("not_applicable", "a/2")]

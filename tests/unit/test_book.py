@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import book
+from analysis import book, index
 from analysis.pipeline import analyse
 from dnslab import findings, results
 from dnslab.errors import LabError
@@ -187,3 +187,29 @@ def test_the_book_and_the_census_choose_runs_by_one_rule() -> None:
     assert chosen == {"a": "a-full-2", "b": "b-ci-2", "c": "c-seed-2"}
     assert results.is_full_scale({"scale": "seed"}) and results.is_full_scale({})
     assert not results.is_full_scale({"scale": "ci"})
+
+
+def test_a_claim_its_newest_run_could_not_judge_shows_the_run_that_did(root: Path,
+                                                                        tmp_path: Path) -> None:
+    """The page shows each claim's latest evidence: where the newest run says "not
+    applicable", the older full run that judged it, named in the line, and counted so."""
+    pages = {p.id: p for p in book.collect(book.newest_runs(root), tmp_path)}
+    page = pages["F3"]
+    mine = [(v, rp.run.label) for rp in page.runs for v in rp.verdicts]
+    older = {**mine[0][0], "status": "not_reproduced", "line": "Not reproduced: 1.5x"}
+    page.evidence = [(older, "xfr-30k-zones/20240101T000000Z-older"), *mine[1:]]
+    shown = page.verdicts(reproductions=True) + page.verdicts(reproductions=False)
+    assert "Not reproduced: 1.5x (from the full run xfr-30k-zones/20240101T000000Z-older, " \
+           "which ran it)" in [book.line_of(v) for v in shown]
+    assert len(shown) == len(mine)
+    before = index.census(v for v, _ in mine)["F3"]
+    first = mine[0][0]
+    expected = dict(before, not_reproduced=before["not_reproduced"] + 1)
+    if first["status"] in index.JUDGED:
+        expected[first["status"]] -= 1
+    else:
+        expected["judged"] += 1
+        was = (first.get("cause") or "unclassified" if first["status"] == "not_applicable"
+               else "other")
+        expected[was] -= 1
+    assert page.census == index.census_text(expected)
