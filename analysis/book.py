@@ -80,6 +80,8 @@ class FindingPage:
     # book was built from a results root: a claim its newest run could not judge shows the
     # newest full run that did, named in its line
     evidence: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    # the runs some of that evidence comes from besides `runs` (in the environment table)
+    evidence_runs: list[RunPage] = field(default_factory=list)
 
     def _shown(self) -> list[dict[str, Any]]:
         if not self.evidence:
@@ -143,7 +145,7 @@ def latest_evidence(root: Path) -> list[tuple[dict[str, Any], str]]:
         except json.JSONDecodeError:
             continue
         runs.append((str(meta["experiment"]), results.is_full_scale(meta),
-                     f"{meta['experiment']}/{folder.name}", verdicts))
+                     f"{meta['experiment']}/{meta.get('run_id') or folder.name}", verdicts))
     return index.latest_evidence(runs)
 
 
@@ -197,7 +199,7 @@ def environment(pages: list[FindingPage]) -> list[dict[str, str]]:
     """One row per run: what it ran on."""
     rows = []
     for page in pages:
-        for rp in page.runs:
+        for rp in page.runs + page.evidence_runs:
             meta = rp.run.meta
             machine = meta.get("machine") or {}
             git = meta.get("git") or {}
@@ -405,6 +407,11 @@ def build(run_folders: list[Path] | None = None, *, results_root: Path,
             for page in pages:
                 page.evidence = [(v, label) for v, label in evidence
                                  if index.finding_of(v) == page.id]
+                mine = {rp.run.label for rp in page.runs}
+                for label in dict.fromkeys(label for _, label in page.evidence):
+                    if label not in mine:
+                        run = load_run(Path(results_root) / label)
+                        page.evidence_runs.append(RunPage(run, _summary(run.dir)))
         env = environment(pages)
         write_html(pages, env, target)
         titles = write_deck(pages, env, target)

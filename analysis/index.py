@@ -197,26 +197,34 @@ def latest_evidence(runs: Iterable[tuple[str, bool, str, list[dict[str, Any]]]]
                     ) -> list[tuple[dict[str, Any], str]]:
     """Each claim's latest evidence, from runs given oldest first as (experiment, full scale,
     run label, verdicts): the verdict of the run `results.newest_full_first` chooses for its
-    experiment, or, where that run (at full scale) could not judge the claim, of the newest
-    full-scale run of the experiment that did (a run of three profiles does not undo what an
-    earlier run of three others judged); each with the label of the run it comes from. A
-    claim judged in no full-scale run keeps the chosen run's "not applicable"."""
+    experiment, or, where that run (at full scale) said "not applicable", of the newest
+    full-scale run of the experiment that judged the claim by the same rule (its tolerance,
+    precondition and fails-when texts unchanged: a verdict of an older rule never speaks for
+    the current one) - a run of three profiles does not undo what an earlier run of three
+    others judged; each with the label of the run it comes from. Errors and incomplete
+    verdicts stay as they are."""
     runs = list(runs)
     chosen = results.newest_full_first((e, full, label) for e, full, label, _ in runs)
-    judged: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+    judged: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, Any], str]] = {}
     for experiment, full, label, verdicts in runs:  # oldest first: the newest stays
         for v in verdicts:
             if full and v.get("status") in JUDGED:
-                judged[(experiment, str(v.get("claim_id")))] = (v, label)
+                judged[_rule_key(experiment, v)] = (v, label)
     out = []
     for experiment, full, label, verdicts in runs:
         if chosen.get(experiment) != label:
             continue
         for v in verdicts:
-            key = (experiment, str(v.get("claim_id")))
-            older = full and v.get("status") not in JUDGED and key in judged
-            out.append(judged[key] if older else (v, label))
+            older = judged.get(_rule_key(experiment, v)) if (
+                full and v.get("status") == "not_applicable") else None
+            out.append(older or (v, label))
     return out
+
+
+def _rule_key(experiment: str, verdict: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    """A claim and the rule it was judged by, as its verdict states it."""
+    return experiment, str(verdict.get("claim_id")), tuple(
+        str(verdict.get(k) or "") for k in ("tolerance", "precondition", "fails_when"))
 
 
 # a check of the lab holds or fails, it reproduces nothing: the census says both at once

@@ -34,6 +34,17 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F2.failures-drop", ABSENT, f2(tuned_fail=100.0)),
     ("F2.failures-drop", REVERSED, f2(tuned_fail=300.0)),
     ("F2.failures-drop", UNMET, f2(untuned_fail=0.0)),
+    # judged over the trials where each kept its failures (run 7775: untuned 375-383
+    # failed/s in 5 of 5 trials, tuned 0 in 5 of 5)
+    ("F2.failures-drop", PRESENT, f2(histograms=True, untuned_fail=380.0)),
+    ("F2.failures-drop", ABSENT, f2(histograms=True, untuned_fail=380.0, tuned_fail=50.0)),
+    ("F2.failures-drop", REVERSED, f2(histograms=True, untuned_fail=380.0, tuned_fail=500.0)),
+    # four of ten tuned trials failing 100/s: the median reads 0, the mean 40/s is not ~0
+    ("F2.failures-drop", ABSENT, f2(histograms=True, trials_per_cell=10, untuned_fail=380.0,
+                                    tuned_fail_trials=[0.0] * 6 + [100.0] * 4)),
+    # tuned trials around the 1/s edge: the interval straddles it
+    ("F2.failures-drop", STRADDLES, f2(histograms=True, untuned_fail=380.0,
+                                       tuned_fail_trials=[0.0, 2.0, 0.5, 1.5, 1.0])),
     # an open-loop flood (kxdpgun): the ceiling is what it sent, failures count only when the
     # tuned front-end could carry the flood
     ("F2.qps-gain", PRESENT, f2(generator="kxdpgun")),

@@ -25,6 +25,7 @@ def flood_trials(offered: float, answered: float, seconds: float = 20.0
 def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | None = 1e6,
                 listeners: int = 8, untuned_fail: float = 100.0, tuned_fail: float = 0.0,
                 generator: str = "dnsperf", flood_qps: float | None = None,
+                tuned_fail_trials: list[float] | None = None,
                 histograms: bool = False, trials_per_cell: int = 5, spread: float = 0.0,
                 **kwargs: Any) -> Path:
     """dnsdist-listeners: `generator=dnsperf` (closed loop, the ceiling is the sink's
@@ -38,7 +39,7 @@ def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | No
     def params(variant: str) -> dict[str, Any]:
         return {"variant": variant, "generator": generator, "server_cores": server_cores}
 
-    def trials(answered: float, failures: float = 0.0
+    def trials(answered: float, failures: float | list[float] = 0.0
                ) -> dict[str, tuple[list[str], list[list[Any]]]]:
         if generator == "dnsperf" and histograms:
             return dnsperf_trials(answered, failures, trials_per_cell, spread=spread)
@@ -61,13 +62,14 @@ def dnsdist_run(root: Path, *, untuned: float, tuned: float, ceiling: float | No
                        csv=trials(untuned, untuned_fail)),
               CellData(params("tuned"), {"qps": tuned, "failures_per_s": tuned_fail,
                                          "listeners": listeners},
-                       csv=trials(tuned, tuned_fail))]
+                       csv=trials(tuned, tuned_fail_trials or tuned_fail))]
     return write_run(root, "dnsdist-listeners", cells,
                      params={"workers": 1000, "generator": generator, "timeout_s": 2.0,
                              "outstanding": 1000, "duration_s": 20}, **kwargs)
 
 
-def dnsperf_trials(answered: float, failures: float, trials: int, seconds: float = 20.0,
+def dnsperf_trials(answered: float, failures: float | list[float], trials: int,
+                   seconds: float = 20.0,
                    outstanding: int = 1000, spread: float = 0.0
                    ) -> dict[str, tuple[list[str], list[list[Any]]]]:
     """dnsperf's trials of a closed-loop variant: `trials.csv` and per trial the answers'
@@ -80,17 +82,18 @@ def dnsperf_trials(answered: float, failures: float, trials: int, seconds: float
     queue_ms = 1000.0 * outstanding / max(answered, 1.0)
     edges = np.array([0.0, *LATENCY_BINS, np.inf])
     rows, files = [], {}
-    for trial in range(1, trials + 1):
-        lost = int(failures * seconds)
+    each = failures if isinstance(failures, list) else [failures] * trials
+    for trial, failed in enumerate(each, start=1):
+        lost = int(failed * seconds)
         sample = rng.gamma(4.0, queue_ms / 4.0, 20000)
         counts, _ = np.histogram(sample / 1000.0, bins=edges)
         counts = np.round(counts * answered * seconds / len(sample)).astype(int)
         qps = answered * (1 + spread * float(rng.standard_normal())) if spread else answered
-        rows.append([trial, round(qps, 1), int(qps * seconds) + lost, lost])
+        rows.append([trial, round(qps, 1), int(qps * seconds) + lost, lost, failed])
         files[f"latency-{trial}.csv"] = (["upper_s", "count"], [
             [f"{edge:.6g}", int(n)] for edge, n in
             zip([*LATENCY_BINS, float("inf")], counts, strict=True)])
-    return {"trials.csv": (["trial", "qps", "sent", "lost"], rows), **files}
+    return {"trials.csv": (["trial", "qps", "sent", "lost", "failures_per_s"], rows), **files}
 
 
 def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:

@@ -68,6 +68,17 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                                latency_gain={"diiner": 0.95})),
     ("F5.abort-on-overflow.lost", PRESENT, f5(gain={"diiner": 1.08},
                                               lost_gain={"diiner": 0.02})),
+    # a run that counts EmbryonicRsts: the setting reset handshakes, so each effect is judged;
+    # none reset (every overflow a dropped SYN, run 6109's kind): it changed nothing
+    ("F5.abort-on-overflow.lost", PRESENT, f5(gain={"diiner": 1.08}, resets=40,
+                                              lost_gain={"diiner": 0.02})),
+    ("F5.abort-on-overflow.lost", UNMET_SETTING, f5(gain={"diiner": 1.08}, resets=0,
+                                                    lost_gain={"diiner": 0.02})),
+    ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, resets=40)),
+    ("F5.abort-on-overflow", UNMET_SETTING, f5(gain={"diiner": 1.0}, resets=0)),
+    ("F5.abort-on-overflow.latency", UNMET_SETTING, f5(gain={"diiner": 1.08}, trials=20,
+                                                       resets=0,
+                                                       latency_gain={"diiner": 0.95})),
     ("F5.abort-on-overflow.lost", ABSENT, f5(gain={"diiner": 1.08})),
     ("F5.abort-on-overflow.lost", REVERSED, f5(gain={"diiner": 1.08},
                                                lost_gain={"diiner": 2.0})),

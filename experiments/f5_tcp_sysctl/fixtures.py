@@ -28,7 +28,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
                    ceiling_first_share: float = 1.0, timeout_s: float = 0.5,
-                   trial_s: int = 30, **kwargs: Any) -> Path:
+                   trial_s: int = 30, resets: int | None = None, **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
     every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
@@ -43,7 +43,9 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     answers; `spread`: the trials' relative spread (qps and latency). `histograms`: each trial
     keeps its answer-latency histogram (`latency-l<load>-<trial>.csv`, as dnsperf -v gives the
     procedure), shaped by `latency_histogram`. `timeout_s`: dnsperf's (the experiment's
-    default 0.5 s, under the 1 s SYN retry); `trial_s`: each trial's length."""
+    default 0.5 s, under the 1 s SYN retry); `trial_s`: each trial's length. `resets`: the
+    trials count EmbryonicRsts (`embryonic_rsts`), this many in each trial of a profile that
+    turns tcp_abort_on_overflow on at 100 % load (None: a run before the column)."""
     rng = np.random.default_rng(seed)
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
                  "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
@@ -70,6 +72,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
             figures[f"ceiling_qps_l{load}"] = min(20000.0 * load / 100, generator_max)
         cells.append(CellData({"phase": "ceiling"}, figures,
                               csv={"ceiling.csv": (CEILING_COLUMNS, rows)}))
+    columns = (TRIAL_COLUMNS[:-1] + (["embryonic_rsts"] if resets is not None else [])
+               + TRIAL_COLUMNS[-1:])  # the latency file last, as rows keep it
     for profile in ["default", *gain]:
         rows = []
         files: dict[str, tuple[list[str], list[list[Any]]]] = {}
@@ -85,9 +89,12 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                                       else 1.0)
                 lost = achieved * 0.01 * (lost_gain or {}).get(profile, 1.0)
                 name = f"latency-l{load}-{trial}.csv" if histograms else ""
+                aborts = sysctl_of.get(profile, {}).get("net.ipv4.tcp_abort_on_overflow")
                 rows.append([trial, load, target, round(achieved, 1), int(sent_rate * trial_s),
                              int(lost), round(latency, 3),
-                             overflows if profile == "default" and load == 100 else 0, name])
+                             overflows if profile == "default" and load == 100 else 0]
+                            + ([resets if aborts == "1" and load == 100 else 0]
+                               if resets is not None else []) + [name])
                 if name:
                     files[name] = latency_histogram(latency, load, rng)
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
@@ -99,14 +106,14 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
         node = (node_sysctls or {}).get(profile, node)
         if not per_round:
             cells.append(CellData({"profile": profile}, {},
-                                  csv={"trials.csv": (TRIAL_COLUMNS, rows), **files},
+                                  csv={"trials.csv": (columns, rows), **files},
                                   sysctls=node))
             continue
         for trial in range(1, trials + 1):
             mine = [row for row in rows if row[0] == trial]
             kept = {row[-1]: files[row[-1]] for row in mine if row[-1]}
             cells.append(CellData({"profile": profile, "round": trial}, {},
-                                  csv={"trials.csv": (TRIAL_COLUMNS, mine), **kept},
+                                  csv={"trials.csv": (columns, mine), **kept},
                                   sysctls=node))
     return write_run(root, "tcp-sysctl", cells,
                      params={"profiles": ["default", *gain], "trial_s": trial_s,

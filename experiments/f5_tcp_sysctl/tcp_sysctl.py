@@ -55,7 +55,10 @@ dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`,
 `avg_latency_ms`, `max_latency_ms`, `stdev_latency_ms`, `reconnections`,
 `generator_cpu_pct`, the server namespace's counter increases over the trial
 `listen_overflows` (TcpExt ListenOverflows: the accept queue was full, where
-tcp_abort_on_overflow acts), `listen_drops`, `retrans_segs`, `passive_opens`, and
+tcp_abort_on_overflow acts), `listen_drops`, `retrans_segs`, `passive_opens`,
+`embryonic_rsts` (TcpExt EmbryonicRsts: handshakes reset before they were accepted, which is
+what tcp_abort_on_overflow=1 does to one whose last ACK meets a full accept queue; a SYN
+dropped at a full queue is never reset), and
 `latency_file`: the trial's answer-latency histogram (`latency-l<load>-<trial>.csv`, columns
 `upper_s`, `count`, from dnsperf -v; percentiles are computed by the analysis);
 `dnsperf-l<load>-<trial>.txt` (raw, without the per-answer lines); `monitor/<node>.csv`.
@@ -122,7 +125,8 @@ def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
 
 
 COUNTERS = {"listen_overflows": "TcpExt.ListenOverflows", "listen_drops": "TcpExt.ListenDrops",
-            "retrans_segs": "Tcp.RetransSegs", "passive_opens": "Tcp.PassiveOpens"}
+            "retrans_segs": "Tcp.RetransSegs", "passive_opens": "Tcp.PassiveOpens",
+            "embryonic_rsts": "TcpExt.EmbryonicRsts"}
 
 
 def open_loop_outstanding(rate: float | None, params: dict[str, Any]) -> int:

@@ -114,6 +114,13 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                             generator_busy=98.0)),
     # the generator full but the server's cores full too: which one set it is not known
     ("F6.tcp-cost", UNMET_SETTING, nsd_only(ceilings={"udp": 140000.0}, generator_busy=98.0)),
+    # ... or the server's one thread full on two cores (45 % of them busy: its thread 90 %)
+    ("F6.tcp-cost", UNMET_SETTING, nsd_only(ceilings={"udp": 140000.0}, busy={"udp": 45.0},
+                                            threads=1, server_cpus="0-1",
+                                            generator_busy=98.0)),
+    # ... or at the edge (88 % against the generator's 90 %): which side set it is not known
+    ("F6.tcp-cost", UNMET_SETTING, nsd_only(ceilings={"udp": 140000.0}, busy={"udp": 88.0},
+                                            generator_busy=90.0)),
     ("F6.tls-cost", PRESENT, cost()),
     ("F6.tls-cost", ABSENT, cost({"unbound": {"dot": 0.9, "tcp": 0.95}})),
     ("F6.tls-cost", REVERSED, cost({"bind": {"dot": 1.2, "tcp": 1.3}})),

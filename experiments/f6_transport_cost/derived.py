@@ -122,6 +122,10 @@ IN_FLIGHT_FACTOR = 2.0
 # a generator whose cores were this busy (%) was the limit of a server less busy than the
 # source's: the machine's (a core of its own for the generator, or a faster one)
 GENERATOR_FULL_PCT = 90.0
+# a server's threads this far (absolute share) below GENERATOR_FULL_PCT had room: with the
+# generator full, the figure was the generator's (part of the generator's cores is the
+# kernel's receive work for the answers, still the machine's)
+SERVER_ROOM = 0.05
 
 
 @dataclass(frozen=True)
@@ -201,10 +205,14 @@ class Measured:
 
     @property
     def generator_full(self) -> bool:
-        """In the server's own trials the generator's cores were full and the server's were
-        not: whatever the ceiling cell read, the generator set this figure."""
-        return (self.generator_busy_pct is not None and self.cores_busy_pct is not None
-                and self.generator_busy_pct >= GENERATOR_FULL_PCT > self.cores_busy_pct)
+        """In the server's own trials the generator's cores were full and the server's
+        threads had room (their busy share, not the cores': one thread on two cores is full
+        at 50 %; below GENERATOR_FULL_PCT by SERVER_ROOM, as 89 against 90 % cannot say
+        which side set the figure): whatever the ceiling cell read, the generator set it."""
+        busy = self.busy_share
+        return (self.generator_busy_pct is not None and busy is not None
+                and self.generator_busy_pct >= GENERATOR_FULL_PCT
+                and busy < GENERATOR_FULL_PCT / 100 - SERVER_ROOM)
 
     @property
     def limited(self) -> bool:

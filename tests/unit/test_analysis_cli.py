@@ -178,6 +178,12 @@ def test_each_claims_latest_evidence_is_the_newest_full_run_that_judged_it() -> 
     counted = index.census(v for v, _ in index.latest_evidence(runs))
     assert index.census_text(counted["F5"]) == (
         "2 judged (1 not reproduced or failing, 1 inconclusive); not applicable: 1 setting")
+    # an older rule never speaks for the current one; an error stays an error
+    changed = [("b", True, "b/1", [_v("F1.x", "reproduced"), _v("F1.y", "reproduced")]),
+               ("b", True, "b/2", [{**_v("F1.x", "not_applicable", "setting"),
+                                    "tolerance": "a new band"}, _v("F1.y", "error")])]
+    assert [(v["status"], label) for v, label in index.latest_evidence(changed)] == [
+        ("not_applicable", "b/2"), ("error", "b/2")]
     # with no full run the newest at any scale speaks, older ones not at all
     only_ci = [("a", False, "a/1", [_v("F1.x", "reproduced")]),
                ("a", False, "a/2", [_v("F1.x", "not_applicable", "setting")])]

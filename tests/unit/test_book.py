@@ -213,3 +213,25 @@ def test_a_claim_its_newest_run_could_not_judge_shows_the_run_that_did(root: Pat
                else "other")
         expected[was] -= 1
     assert page.census == index.census_text(expected)
+
+
+def test_the_book_built_from_a_results_root_shows_each_claims_latest_evidence(
+        tmp_path: Path) -> None:
+    """Two full tcp-sysctl runs: the newer ran tcp-sack-0, not tso-win-divisor-1, so its
+    tso claim is "not applicable"; the book shows the older run's tso verdict, names that run
+    in the line and lists it in the environment, and the census counts it."""
+    from experiments.f5_tcp_sysctl import fixtures as f5_fx
+
+    root = tmp_path / "results"
+    older = f5_fx.tcp_sysctl_run(root, gain={"tso-win-divisor-1": 0.85},
+                                 run_id="20250101T000000Z-0old", meta={"scale": "full"})
+    newer = f5_fx.tcp_sysctl_run(root, gain={"tcp-sack-0": 1.0},
+                                 run_id="20250102T000000Z-0new", meta={"scale": "full"})
+    for folder in (older, newer):
+        analyse(folder, update_index=False)
+    out = book.build(results_root=root, out=tmp_path / "book")
+    html = (out / "index.html").read_text()
+    assert "(from the full run tcp-sysctl/20250101T000000Z-0old, which ran it)" in html
+    pages = {p.id: p for p in book.collect(book.newest_runs(root), tmp_path / "again")}
+    assert [rp.run.run_id for rp in pages["F5"].runs] == ["20250102T000000Z-0new"]
+    assert "tcp-sysctl/20250101T000000Z-0old" in html.split("Environment")[-1]
