@@ -244,7 +244,7 @@ def require(met: bool, measured: str, remedy: str, *, cause: str) -> None:
     a SETTING - never a softened pass."""
     if not met:
         raise NotApplicable(f"precondition unmet: {measured} (to judge it: {remedy})",
-                            cause=cause)
+                            cause=cause, measured=True)
 
 
 class Inconclusive(Exception):

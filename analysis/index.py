@@ -5,8 +5,9 @@ runs and can be deleted at any time (`update(root)` rebuilds it). Tables:
 - `runs(path, experiment, run_id, started, ended, complete, runtime, kernel, git, params,
   cells, analysed)`; `path` is relative to the results root (`<exp>/<run-id>`)
 - `verdicts(path, claim_id, finding, kind, title, status, published, measured, tolerance,
-  detail, cause, line)`; `kind` says whether a verdict is a reproduction or a check of the lab
-  (calibration, lab check), and `verdict_counts` never counts a check as a reproduction;
+  detail, cause, line, precondition, fails_when, unmet)`; `kind` says whether a verdict is
+  a reproduction or a check of the lab (calibration, lab check), and `verdict_counts` never
+  counts a check as a reproduction;
   `cause` what a "not applicable" needs (`machine` | `setting`), which `census` counts per
   finding: judged (reproduced, not reproduced, inconclusive) / not applicable (machine) /
   not applicable (setting), so a speaker sees what a bigger machine would add and what a
@@ -33,12 +34,14 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   path TEXT, claim_id TEXT, finding TEXT, kind TEXT, title TEXT, status TEXT, published TEXT,
-  measured TEXT, tolerance TEXT, detail TEXT, cause TEXT, line TEXT,
+  measured TEXT, tolerance TEXT, detail TEXT, cause TEXT, line TEXT, precondition TEXT,
+  fails_when TEXT, unmet TEXT,
   PRIMARY KEY (path, claim_id)
 );
 """
 VERDICT_COLUMNS = ["path", "claim_id", "finding", "kind", "title", "status", "published",
-                   "measured", "tolerance", "detail", "cause", "line"]
+                   "measured", "tolerance", "detail", "cause", "line", "precondition",
+                   "fails_when", "unmet"]
 REPRODUCTION = "reproduction"  # as analysis.claim names the kinds
 CHECK_KINDS = {"calibration", "lab_check"}
 
@@ -96,10 +99,11 @@ def _upsert(con: sqlite3.Connection, root: Path, run_dir: Path) -> None:
          json.dumps(meta.get("params") or {}, sort_keys=True), n_cells,
          (summary.get("analysis") or {}).get("generated")))
     for v in summary.get("verdicts") or []:
-        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        con.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (rel, v.get("claim_id"), v.get("finding"), v.get("kind") or REPRODUCTION,
                      v.get("title"), v.get("status"), v.get("published"), v.get("measured"),
-                     v.get("tolerance"), v.get("detail"), v.get("cause"), v.get("line")))
+                     v.get("tolerance"), v.get("detail"), v.get("cause"), v.get("line"),
+                     v.get("precondition"), v.get("fails_when"), v.get("unmet")))
 
 
 def update(root: Path, runs: Iterable[Path] | None = None) -> Path:
@@ -197,8 +201,10 @@ def latest_evidence(runs: Iterable[tuple[str, bool, str, list[dict[str, Any]]]]
                     ) -> list[tuple[dict[str, Any], str]]:
     """Each claim's latest evidence, from runs given oldest first as (experiment, full scale,
     run label, verdicts): the verdict of the run `results.newest_full_first` chooses for its
-    experiment, or, where that run (at full scale) said "not applicable", of the newest
-    full-scale run of the experiment that judged the claim by the same rule (its tolerance,
+    experiment, or, where that run (at full scale) said "not applicable" because it holds no
+    data the claim is about (`unmet` "absent": a profile, server or cell it did not run; never
+    a precondition it measured unmet, such as a failed calibration or a busy machine), of the
+    newest full-scale run of the experiment that judged the claim by the same rule (its tolerance,
     precondition and fails-when texts unchanged: a verdict of an older rule never speaks for
     the current one) - a run of three profiles does not undo what an earlier run of three
     others judged; each with the label of the run it comes from. Errors and incomplete
@@ -216,7 +222,8 @@ def latest_evidence(runs: Iterable[tuple[str, bool, str, list[dict[str, Any]]]]
             continue
         for v in verdicts:
             older = judged.get(_rule_key(experiment, v)) if (
-                full and v.get("status") == "not_applicable") else None
+                full and v.get("status") == "not_applicable" and v.get("unmet") == "absent"
+            ) else None
             out.append(older or (v, label))
     return out
 

@@ -31,13 +31,16 @@ class NotApplicable(Exception):
     """The run holds no data this claim or plot is about (a cell or repetition is not in it),
     or a precondition is unmet. `cause` says what would judge it, MACHINE or SETTING: every
     raise states it (no default; `tests/unit/test_not_applicable_causes.py` reads every raise
-    site)."""
+    site). `measured`: a precondition the run measured and found unmet (`claim.require`), not
+    data the run does not hold (what it did not select or record): only the latter lets an
+    older run that held the data speak for the claim (`index.latest_evidence`)."""
 
-    def __init__(self, reason: str, *, cause: str):
+    def __init__(self, reason: str, *, cause: str, measured: bool = False):
         if cause not in CAUSES:
             raise ValueError(f"cause must be one of {', '.join(CAUSES)}, not {cause!r}")
         super().__init__(reason)
         self.cause = cause
+        self.measured = measured
 
 
 def combined_cause(unmet: list[NotApplicable]) -> str:

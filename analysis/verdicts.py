@@ -221,7 +221,7 @@ class ClaimsPlugin:
             return
         record = self._records.get(item.nodeid)
         exc = call.excinfo.value if call.excinfo else None
-        cause = None
+        cause = unmet = None
         if exc is None:
             status, detail = REPRODUCED, ""
         elif isinstance(exc, AssertionError):
@@ -230,6 +230,7 @@ class ClaimsPlugin:
             status, detail = INCONCLUSIVE, _first_line(exc)
         elif isinstance(exc, NotApplicable):
             status, detail, cause = NOT_APPLICABLE, _first_line(exc), exc.cause
+            unmet = "measured" if exc.measured else "absent"
         elif report.skipped:  # a pytest skip states no cause: counted as unclassified
             status, detail = NOT_APPLICABLE, _first_line(exc) if exc else "skipped"
             if detail.startswith("Skipped: "):
@@ -248,7 +249,7 @@ class ClaimsPlugin:
         if not self.the_run.complete and status in (NOT_REPRODUCED, INCONCLUSIVE, ERROR,
                                                     NOT_APPLICABLE):
             notes.insert(0, f"run interrupted (meta.json complete=false); was {status}: {detail}")
-            status, detail, cause = INCOMPLETE, "", None
+            status, detail, cause, unmet = INCOMPLETE, "", None, None
         elif not self.the_run.complete:
             notes.insert(0, "run interrupted (meta.json complete=false)")
         self.verdicts[spec.id] = {
@@ -269,6 +270,8 @@ class ClaimsPlugin:
             "detail": "; ".join([d for d in [detail, *notes] if d]),
             "note": spec.note,
             "cause": cause,
+            # a "not applicable": a precondition the run measured unmet, or data it does not hold
+            "unmet": unmet,
             "intervals": intervals,
             "basis": basis,
         }

@@ -202,6 +202,20 @@ def run_tool(lab: Lab, node: str, argv: list[str], out: Path, timeout: float,
             measured.returncode)
 
 
+def hang_guard_s(query_file: Path, *, duration_s: float | None, runs: int | None,
+                 outstanding: int, timeout_s: float) -> float:
+    """The wall time after which a dnsperf run is stopped as hung: its duration, or for
+    passes over the query file (-n) the worst case of every query waiting out the timeout
+    `outstanding` at a time (a cold pass of 30,000 names at -q 100 took ~81 s, over the 80 s
+    a fixed guard allowed), plus the last queries' timeouts and a margin."""
+    passes = 0.0
+    if runs and not duration_s:
+        with open(query_file, "rb") as handle:
+            lines = sum(1 for line in handle if line.strip() and not line.startswith(b";"))
+        passes = runs * lines * timeout_s / max(outstanding, 1)
+    return (duration_s or 0) + passes + 4 * timeout_s + 60
+
+
 def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
             duration_s: float | None = None, runs: int | None = None, clients: int = 1,
             threads: int = 1, outstanding: int = 100, max_qps: float | None = None,
@@ -230,11 +244,16 @@ def dnsperf(lab: Lab, node: str, server: str, query_file: Path, out: Path, *,
     histogram = LatencyHistogram() if latency_csv is not None else None
     if histogram is not None:
         argv.append("-v")
-    limit = (duration_s or 0) + 4 * timeout_s + 60
+    limit = hang_guard_s(query_file, duration_s=duration_s, runs=runs,
+                         outstanding=outstanding * clients, timeout_s=timeout_s)
     text, cpu, wall, rc = run_tool(lab, node, argv, out, limit, histogram)
     lab.note_generator("dnsperf", node, tool_version(text))
     if histogram is not None and latency_csv is not None:
         histogram.write(latency_csv)
+    if "Queries sent:" not in text and wall >= limit:
+        raise LabError(f"dnsperf was stopped after {limit:,.0f} s, the most its run could "
+                       f"take (-n {runs} over {query_file.name})",
+                       hint="see the raw dnsperf output file in the cell folder")
     result = parse_dnsperf(text)
     if histogram is not None:
         result.latency_by_rcode = histogram.by_rcode

@@ -148,9 +148,10 @@ def test_two_runs_agree_when_no_verdict_flips() -> None:
     assert agreement([v("reproduced"), v("not_applicable")]) == "differs"
 
 
-def _v(claim: str, status: str, cause: str | None = None) -> dict[str, str]:
+def _v(claim: str, status: str, cause: str | None = None,
+       unmet: str = "absent") -> dict[str, str]:
     return {"claim_id": claim, "finding": claim.split(".")[0], "status": status,
-            **({"cause": cause} if cause else {})}
+            **({"cause": cause, "unmet": unmet} if cause else {})}
 
 
 def test_each_claims_latest_evidence_is_the_newest_full_run_that_judged_it() -> None:
@@ -184,6 +185,12 @@ def test_each_claims_latest_evidence_is_the_newest_full_run_that_judged_it() -> 
                                     "tolerance": "a new band"}, _v("F1.y", "error")])]
     assert [(v["status"], label) for v, label in index.latest_evidence(changed)] == [
         ("not_applicable", "b/2"), ("error", "b/2")]
+    # a precondition the newest run measured unmet (a failed calibration, a busy machine)
+    # is its own evidence: an older judged verdict does not replace it
+    measured = [("c", True, "c/1", [_v("F4.w", "not_reproduced")]),
+                ("c", True, "c/2", [_v("F4.w", "not_applicable", "setting", "measured")])]
+    assert [(v["status"], label) for v, label in index.latest_evidence(measured)] == [
+        ("not_applicable", "c/2")]
     # with no full run the newest at any scale speaks, older ones not at all
     only_ci = [("a", False, "a/1", [_v("F1.x", "reproduced")]),
                ("a", False, "a/2", [_v("F1.x", "not_applicable", "setting")])]

@@ -235,3 +235,20 @@ def test_the_book_built_from_a_results_root_shows_each_claims_latest_evidence(
     pages = {p.id: p for p in book.collect(book.newest_runs(root), tmp_path / "again")}
     assert [rp.run.run_id for rp in pages["F5"].runs] == ["20250102T000000Z-0new"]
     assert "tcp-sysctl/20250101T000000Z-0old" in html.split("Environment")[-1]
+
+
+def test_a_not_applicable_says_whether_the_run_lacked_the_data_or_measured_it_unmet(
+        tmp_path: Path) -> None:
+    """`unmet`: "absent" where the run holds no data the claim is about (no tso profile ran),
+    "measured" where it measured a precondition unmet (never saturated): only the first lets
+    an older run speak for the claim (`index.latest_evidence`)."""
+    from experiments.f5_tcp_sysctl import fixtures as f5_fx
+
+    summary = analyse(f5_fx.tcp_sysctl_run(tmp_path, gain={"tcp-sack-0": 1.0}, capped=True),
+                      update_index=False)
+    by = {v["claim_id"]: v for v in summary["verdicts"]}
+    assert (by["F5.tso-win-divisor"]["status"], by["F5.tso-win-divisor"]["unmet"]) == (
+        "not_applicable", "absent")
+    assert (by["F5.tcp-sack"]["status"], by["F5.tcp-sack"]["unmet"]) == (
+        "not_applicable", "measured")
+    assert all(v["unmet"] is None for v in by.values() if v["status"] != "not_applicable")

@@ -65,3 +65,15 @@ def test_the_version_the_tool_printed_is_read() -> None:
     assert perf.tool_version("DNS Resolution Performance Testing Tool\nVersion 2.10.0\n") \
         == "2.10.0"
     assert perf.tool_version("dnsperf: invalid option -- 'V'\nUsage: dnsperf") is None
+
+
+def test_the_hang_guard_outlasts_a_slow_pass_over_a_long_query_list(tmp_path: Path) -> None:
+    """A pass (-n) over 30,000 names at -q 100 with a 5 s timeout may take up to 1,500 s if
+    every query waits out its timeout; the guard allows that, where a fixed 80 s stopped a
+    cold pass that needed ~81 s (run c342). A timed run is its duration plus the margin."""
+    names = tmp_path / "names.txt"
+    names.write_text("; a comment line\n" + "".join(f"n{i}.test. A\n" for i in range(30000)))
+    guard = perf.hang_guard_s(names, duration_s=None, runs=1, outstanding=100, timeout_s=5.0)
+    assert guard == 30000 * 5.0 / 100 + 4 * 5.0 + 60
+    assert perf.hang_guard_s(names, duration_s=60.0, runs=None, outstanding=100,
+                             timeout_s=5.0) == 60 + 4 * 5.0 + 60
