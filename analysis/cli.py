@@ -94,7 +94,8 @@ def runs_cmd(
     out.print(table)
     # judged / not applicable (machine) / not applicable (setting), per finding, of each
     # claim's latest evidence (as the book counts it): its experiment's newest complete
-    # analysed run, full scale where there is one, or the newest full run that judged it
+    # analysed run, full scale where there is one, or, where that run lacked the claim's
+    # cells, the newest full run that judged it
     evidence = index.latest_evidence(
         (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["path"],
          row["verdicts"])
@@ -102,8 +103,9 @@ def runs_cmd(
     totals = index.census(v for v, _ in evidence)
     if totals:
         out.print("census of each claim's latest evidence: its experiment's newest run, full "
-                  "scale where there is one, or the newest full run that judged it (claims, "
-                  "calibrations and lab checks):", markup=False)
+                  "scale where there is one, or, where that run lacked the claim's cells, the "
+                  "newest full run that judged it (claims, calibrations and lab checks):",
+                  markup=False)
         for finding, counts in totals.items():
             runs = sorted({label.rsplit("/", 1)[-1] for v, label in evidence
                            if index.finding_of(v) == finding})
