@@ -108,6 +108,20 @@ def _trials(cells: list[Cell]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def client_side(trials: pd.DataFrame) -> str:
+    """What the generator's TCP saw over `trials` (runs with the client counters): SYNs it
+    retried (dropped at a full queue), data segments it resent (a query whose handshake's last
+    ACK met the full queue waits for the client's retransmission) and connections reset under
+    it (what tcp_abort_on_overflow=1 does to such a handshake); "" for runs before them."""
+    if "client_syn_retrans" not in trials:
+        return ""
+    total = {c: int(pd.to_numeric(trials[c], errors="coerce").fillna(0).sum())
+             for c in ("client_syn_retrans", "client_retrans_segs", "client_estab_resets")}
+    data = max(total["client_retrans_segs"] - total["client_syn_retrans"], 0)
+    return (f"; the client retried {total['client_syn_retrans']:,} SYNs, resent {data:,} data "
+            f"segments and had {total['client_estab_resets']:,} connections reset")
+
+
 def _top_load(base: pd.DataFrame) -> float:
     return float(base["load_pct"].max())
 
@@ -289,8 +303,9 @@ def _abort_pair(run: Run, verdict: Verdict, min_trials: int, max_share: float
                       else 0)
         require(resets > 0, f"{profile}'s server reset no handshake in {len(abort)} trials at "
                 f"{load:.0f} % load (TcpExt EmbryonicRsts 0) though its listen queue "
-                f"overflowed {overflowed:,} times: each overflow dropped a SYN, which "
-                "tcp_abort_on_overflow does not act on, so it changed nothing",
+                f"overflowed {overflowed:,} times{client_side(abort)}: each overflow "
+                "dropped a SYN, which tcp_abort_on_overflow does not act on, so it changed "
+                "nothing",
                 "handshakes whose last ACK meets a full accept queue: more of them per round "
                 "trip (QUERIES_PER_CONN=1, more CLIENTS)", cause=SETTING)
     return base, abort, load, profile, overflows
@@ -406,7 +421,7 @@ def test_abort_lost(run: Run, verdict: Verdict, max_left: float, removed: float,
     # queries (what abort_on_overflow resets): many handshakes per round trip make that.
     require(lost_b >= min_lost, f"the default lost {lost_b:,} queries over {len(base)} trials "
             f"at {load:.0f} % load with a {timeout} s timeout though its listen queue "
-            f"overflowed {overflows:,} times: nothing to remove",
+            f"overflowed {overflows:,} times{client_side(base)}: nothing to remove",
             "handshakes whose last ACK meets a full accept queue (a dropped SYN is retried "
             "before any query is sent): more of them per round trip (QUERIES_PER_CONN=1, more "
             "CLIENTS) at a top load above capacity (LOADS)", cause=SETTING)

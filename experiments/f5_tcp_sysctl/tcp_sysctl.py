@@ -58,7 +58,11 @@ dnsperf's `qps`, `sent`, `completed`, `lost`, `failures_per_s`,
 tcp_abort_on_overflow acts), `listen_drops`, `retrans_segs`, `passive_opens`,
 `embryonic_rsts` (TcpExt EmbryonicRsts: handshakes reset before they were accepted, which is
 what tcp_abort_on_overflow=1 does to one whose last ACK meets a full accept queue; a SYN
-dropped at a full queue is never reset), and
+dropped at a full queue is never reset), the client namespace's `client_syn_retrans`
+(TcpExt TCPSynRetrans: SYNs it retried, e.g. after a full queue dropped them),
+`client_retrans_segs` (Tcp RetransSegs: SYN retries plus data segments resent, as a query is
+when its handshake's last ACK met a full queue) and `client_estab_resets` (Tcp EstabResets:
+connections reset under it, as tcp_abort_on_overflow=1 resets such a handshake), and
 `latency_file`: the trial's answer-latency histogram (`latency-l<load>-<trial>.csv`, columns
 `upper_s`, `count`, from dnsperf -v; percentiles are computed by the analysis);
 `dnsperf-l<load>-<trial>.txt` (raw, without the per-answer lines); `monitor/<node>.csv`.
@@ -127,6 +131,13 @@ def _tcp_counters(lab: Lab, node: str) -> dict[str, int]:
 COUNTERS = {"listen_overflows": "TcpExt.ListenOverflows", "listen_drops": "TcpExt.ListenDrops",
             "retrans_segs": "Tcp.RetransSegs", "passive_opens": "Tcp.PassiveOpens",
             "embryonic_rsts": "TcpExt.EmbryonicRsts"}
+# the generator's side of the same overflows: a SYN the full queue dropped is retried
+# (TCPSynRetrans); a handshake whose last ACK met it leaves the client's first query
+# unacknowledged, so the client retransmits data (RetransSegs beyond its SYN retries), or, with
+# tcp_abort_on_overflow=1, its established connection is reset (EstabResets)
+CLIENT_COUNTERS = {"client_syn_retrans": "TcpExt.TCPSynRetrans",
+                   "client_retrans_segs": "Tcp.RetransSegs",
+                   "client_estab_resets": "Tcp.EstabResets"}
 
 
 def open_loop_outstanding(rate: float | None, params: dict[str, Any]) -> int:
@@ -148,6 +159,7 @@ def _trial(cell: Cell, client: str, node: str, qfile: Path, params: dict[str, An
     lab = cell.lab
     assert lab is not None
     before = _tcp_counters(lab, node)
+    client_before = _tcp_counters(lab, client)
     extra = []
     if params["queries_per_conn"]:
         extra = ["-O", f"num-queries-per-conn={params['queries_per_conn']}"]
@@ -160,6 +172,7 @@ def _trial(cell: Cell, client: str, node: str, qfile: Path, params: dict[str, An
                           timeout_s=params["timeout_s"], extra=extra,
                           latency_csv=latency if params["latency_histogram"] else None)
     after = _tcp_counters(lab, node)
+    client_after = _tcp_counters(lab, client)
     if not responder and not lab.alive(node):
         raise LabError(f"{node} exited under load", hint=f"its log: {lab.log(node)}")
     row = {"outstanding": outstanding, **result.row()}
@@ -167,6 +180,8 @@ def _trial(cell: Cell, client: str, node: str, qfile: Path, params: dict[str, An
         row = {"sent_qps": round(result.sent / params["trial_s"], 1), **row}
     gained = deltas(before, after, list(COUNTERS.values()))
     row.update({column: gained[key] for column, key in COUNTERS.items()})
+    gained = deltas(client_before, client_after, list(CLIENT_COUNTERS.values()))
+    row.update({column: gained[key] for column, key in CLIENT_COUNTERS.items()})
     row["latency_file"] = latency.name if params["latency_histogram"] else ""
     return row
 

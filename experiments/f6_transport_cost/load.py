@@ -38,7 +38,7 @@ from experiments.generators.dnsload import STREAM_TRANSPORTS, parse_stream, stre
 GENERATORS = ("dnsperf", "dnsload")
 ROW_COLUMNS = ["transport", "generator", "connections_asked", "outstanding", "target_qps",
                "qps", "sent", "completed", "lost", "run_time_s", "noerror", "avg_latency_ms",
-               "generator_cpu_pct", "reconnections", "tls", "latency_file"]
+               "generator_cpu_pct", "reconnections", "conn_ends", "tls", "latency_file"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _dnsperf(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: 
             "noerror": result.rcodes.get("NOERROR", 0),
             "avg_latency_ms": row["avg_latency_ms"],
             "generator_cpu_pct": row["generator_cpu_pct"],
-            "reconnections": result.reconnections, "tls": ""}
+            "reconnections": result.reconnections, "conn_ends": "", "tls": ""}
 
 
 def _stream(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: Path,
@@ -129,7 +129,16 @@ def _stream(lab: Lab, client: str, address: str, qfile: Path, load: Load, out: P
             "noerror": int((total.get("rcodes") or {}).get("NOERROR", 0)),
             "avg_latency_ms": round(mean, 3) if mean is not None else None,
             "generator_cpu_pct": cpu, "reconnections": int(total["reconnects"]),
+            "conn_ends": conn_ends(total.get("conn_ends") or {}),
             "tls": "; ".join(sorted(total.get("tls_sessions") or {}))}
+
+
+def conn_ends(counts: dict[str, int]) -> str:
+    """Why connections ended before the trial's end, as dnsload counted them (`conn_ends`:
+    the first error of a connection's reader or writer, or the server's GOAWAY), most
+    frequent first: "read: eof 5; read: goaway FRAME_SIZE_ERROR 2"."""
+    ranked = sorted(counts.items(), key=lambda item: (-int(item[1]), item[0]))
+    return "; ".join(f"{reason} {int(n)}" for reason, n in ranked)
 
 
 def write_histogram(path: Path, buckets: list[list[float]]) -> None:

@@ -16,7 +16,7 @@ from dnslab import topology
 from dnslab.errors import LabError
 from dnslab.servers import driver
 from experiments.f6_transport_cost import ceilings, fixtures, plots
-from experiments.f6_transport_cost.load import Load
+from experiments.f6_transport_cost.load import Load, conn_ends
 from experiments.f6_transport_cost.transport import (
     ServerNodes,
     check_params,
@@ -218,3 +218,12 @@ def test_queries_lost_with_their_connection_hold_no_slot_for_the_timeout() -> No
     assert held == pytest.approx((8000 - 2500) * 5.0 / (20.0 * 5000))
     udp = {**some, "lost": 5500, "connections": 0, "reconnections": None}  # dnsperf over UDP
     assert derived._load_held(pd.DataFrame([udp]), 5.0)["held_share"] == pytest.approx(held)
+
+
+def test_conn_ends_ranks_dnsloads_reasons() -> None:
+    """Why connections ended (dnsload's `conn_ends`) goes into the trial row most frequent
+    first, so a DoH server's GOAWAYs and a reader's EOFs read apart; none: an empty cell."""
+    assert conn_ends({"read: eof": 2, "read: goaway FRAME_SIZE_ERROR": 7,
+                      "write: broken pipe": 2}) == (
+        "read: goaway FRAME_SIZE_ERROR 7; read: eof 2; write: broken pipe 2")
+    assert conn_ends({}) == ""

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from experiments.f5_tcp_sysctl.claims import worse_by_either
+from experiments.f5_tcp_sysctl.claims import client_side, worse_by_either
 
 TRIALS = 20  # the DIINER study's (and SCALE=full's) trials per setting
 RUNS = 3000
@@ -93,3 +93,13 @@ def test_a_reversed_tso_effect_rests_on_the_trials_intervals(tmp_path) -> None:
     assert tso["status"] == "not_reproduced", tso
     assert tso["basis"] != ONE_MEASUREMENT and "Mann-Whitney" in tso["basis"], tso["basis"]
     assert len(tso["intervals"]) == 2, tso["intervals"]
+
+
+def test_client_side_splits_syn_retries_from_resent_data() -> None:
+    """The generator's counters say which overflow happened: a retried SYN (dropped at the
+    full queue) or resent data (the handshake's last ACK met it); none for older runs."""
+    trials = pd.DataFrame({"client_syn_retrans": [3, 4], "client_retrans_segs": [10, 4],
+                           "client_estab_resets": [0, 2]})
+    assert client_side(trials) == ("; the client retried 7 SYNs, resent 7 data segments and "
+                                   "had 2 connections reset")
+    assert client_side(pd.DataFrame({"lost": [1]})) == ""

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -173,6 +174,7 @@ func (d *dohClient) read(s *slots) {
 		_ = d.c.SetReadDeadline(time.Now().Add(g.cfg.timeout + 30*time.Second))
 		frame, err := d.fr.ReadFrame()
 		if err != nil {
+			s.end(&g.c, endReason("read", err))
 			return
 		}
 		switch f := frame.(type) {
@@ -208,6 +210,11 @@ func (d *dohClient) read(s *slots) {
 				d.wmu.Unlock()
 			}
 		case *http2.GoAwayFrame:
+			reason := "goaway " + f.ErrCode.String()
+			if debug := f.DebugData(); len(debug) > 0 {
+				reason += fmt.Sprintf(" %.40q", debug)
+			}
+			s.end(&g.c, "read: "+reason)
 			return
 		case *http2.MetaHeadersFrame:
 			status, _ := strconv.Atoi(f.PseudoValue("status"))
@@ -238,6 +245,7 @@ func (d *dohClient) read(s *slots) {
 			}
 		}
 		if err != nil {
+			s.end(&g.c, endReason("write", err))
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -109,6 +110,39 @@ type streamCounters struct {
 	sent, answered, timeouts, late, netErrors, reconnects, mismatched, truncated atomic.Int64
 	rcodes                                                                       [16]atomic.Int64
 	httpStatus                                                                   sync.Map // int -> *atomic.Int64
+	connEnds                                                                     sync.Map // string -> *atomic.Int64
+}
+
+// connEnded counts why a connection ended before the run's end (`connEnds`): the first of
+// its reader's and its writer's errors, or the server's GOAWAY (DoH), e.g. "read: eof".
+func (c *streamCounters) connEnded(reason string) {
+	n, _ := c.connEnds.LoadOrStore(reason, &atomic.Int64{})
+	n.(*atomic.Int64).Add(1)
+}
+
+// endReason: `side` ("read", "write") and what ended it, in a few words a report can count.
+func endReason(side string, err error) string {
+	var alert tls.AlertError
+	var nerr net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return side + ": eof"
+	case errors.Is(err, syscall.ECONNRESET):
+		return side + ": reset"
+	case errors.Is(err, syscall.EPIPE):
+		return side + ": broken pipe"
+	case errors.Is(err, net.ErrClosed):
+		return side + ": closed here"
+	case errors.As(err, &alert):
+		return fmt.Sprintf("%s: tls alert %d", side, uint8(alert))
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return side + ": timeout"
+	}
+	text := err.Error()
+	if len(text) > 60 {
+		text = text[:60]
+	}
+	return side + ": " + text
 }
 
 type streamSnapshot struct {
@@ -160,6 +194,8 @@ type streamReport struct {
 	Connections int              `json:"connections,omitempty"`
 	TLSSessions map[string]int64 `json:"tls_sessions,omitempty"`
 	HTTPStatus  map[string]int64 `json:"http_status,omitempty"`
+	// why connections ended before the run's end (`connEnded`), a count per reason
+	ConnEnds map[string]int64 `json:"conn_ends,omitempty"`
 }
 
 func streamFigures(kind, mode string, t, seconds float64, d streamSnapshot, h *hist) streamReport {
@@ -341,6 +377,11 @@ func (g *streamGen) run(emit func(any)) error {
 	report := streamFigures("total", cfg.mode, t, cfg.duration, all, &total)
 	report.Connections = cfg.conns
 	report.TLSSessions = g.sessions.snapshot()
+	report.ConnEnds = map[string]int64{}
+	g.c.connEnds.Range(func(k, v any) bool {
+		report.ConnEnds[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
 	report.HTTPStatus = map[string]int64{}
 	g.c.httpStatus.Range(func(k, v any) bool {
 		report.HTTPStatus[fmt.Sprint(k)] = v.(*atomic.Int64).Load()
@@ -470,6 +511,7 @@ type slots struct {
 	free   chan int
 	broken chan struct{}
 	once   sync.Once
+	ended  sync.Once      // why the connection ended: counted once, by the first to see it
 	wg     sync.WaitGroup // the connection's reader and its sweeper
 }
 
@@ -479,6 +521,17 @@ func newSlots(n int) *slots {
 }
 
 func (s *slots) fail() { s.once.Do(func() { close(s.broken) }) }
+
+// end: the connection ends for `reason` (counted in `c` unless "", the run's own end), then
+// fails; a later reason (the other side's error it caused) is not counted.
+func (s *slots) end(c *streamCounters, reason string) {
+	s.ended.Do(func() {
+		if reason != "" {
+			c.connEnded(reason)
+		}
+	})
+	s.fail()
+}
 
 // answered: the answer to a slot's query came; it counts unless the slot timed out meanwhile.
 func (g *streamGen) slotAnswered(s *slots, slot int, b []byte, ok bool) {
@@ -533,9 +586,9 @@ func (g *streamGen) pump(s *slots, c net.Conn, send func(slot int) error,
 			g.lostWith(s)
 			return true
 		default: // nothing free now: send what is buffered, then wait
-			if flush() != nil {
+			if err := flush(); err != nil {
 				g.c.netErrors.Add(1)
-				s.fail()
+				s.end(&g.c, endReason("write", err))
 				continue
 			}
 			select {
@@ -548,6 +601,7 @@ func (g *streamGen) pump(s *slots, c net.Conn, send func(slot int) error,
 		if !g.pace() {
 			_ = flush()
 			g.drain(s)
+			s.ended.Do(func() {}) // the run's end: what breaks now is not counted
 			c.Close()
 			g.lostWith(s) // what is still in flight after the drain is lost
 			return false
@@ -560,7 +614,7 @@ func (g *streamGen) pump(s *slots, c net.Conn, send func(slot int) error,
 		}
 		if err != nil {
 			g.c.netErrors.Add(1)
-			s.fail()
+			s.end(&g.c, endReason("write", err))
 		}
 	}
 }
@@ -582,10 +636,15 @@ func (g *streamGen) framedSession(c net.Conn, inflight int) bool {
 		buf := make([]byte, 65535)
 		for {
 			if _, err := io.ReadFull(r, lb[:]); err != nil {
+				s.end(&g.c, endReason("read", err))
 				return
 			}
 			n := int(binary.BigEndian.Uint16(lb[:]))
-			if _, err := io.ReadFull(r, buf[:n]); err != nil || n < 12 {
+			if _, err := io.ReadFull(r, buf[:n]); err != nil {
+				s.end(&g.c, endReason("read", err))
+				return
+			} else if n < 12 {
+				s.end(&g.c, "read: short message")
 				return
 			}
 			if id := int(msgID(buf)); id < inflight {
