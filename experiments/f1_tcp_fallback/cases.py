@@ -72,6 +72,29 @@ FOUND_NOTHING = [("probe", 3520.0, True), ("burst", 3520.0, False), ("probe", 28
                  ("probe", 1802.0, False)]
 
 
+# stairs that descended from 2,000 qps by 0.8 a step, then a fine pass of 5 % (run 2da6)
+DESCENDED_1280 = {"first": (2000.0, 1600.0), "start": 1280.0, "step": 64.0}
+DESCENDED_1024 = {"first": (2000.0, 1600.0, 1280.0), "start": 1024.0, "step": 51.0}
+# the after burst failed at 1,024 and held at 638 (a probe at 651 failed)
+FOUND_638 = [("probe", 638.0, True), ("burst", 638.0, True), ("probe", 651.0, False)]
+
+
+def below(stair: dict[str, Any], passed: float, count: int = 4) -> dict[str, Any]:
+    """A descended stair with DESCENT_BELOW's `count` steps under its passing step: the
+    descent's grid continued (x0.8, whole qps), run before the fine pass."""
+    rates, rate = [], passed
+    for _ in range(count):
+        rate = float(int(rate * 0.8))
+        rates.append(rate)
+    return {**stair, "first": (*stair["first"], *rates)}
+
+
+def p99_of_before(capacity: float, times: float) -> dict[float, float]:
+    """`times` the p99 the fixture gives a before stair of `capacity` at every whole rate up
+    to 2,000 qps (a descended stair's rates are not multiples of its step)."""
+    return {float(r): times * (50 + 600 * r / capacity) / 3 for r in range(0, 2001)}
+
+
 def searched(stair_qps: float, held: float) -> list[tuple[str, float, bool]]:
     """A search below a failed `stair_qps` burst that held at `held` (within 2 %)."""
     return [("probe", held, True), ("burst", held, True), ("probe", held * 1.02, False)]
@@ -205,6 +228,26 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     ("F1.latency-grows", REVERSED, f1(after=4400, after_kw={
         "search": FOUND_4070, "p99_ms": {float(r): 20.0 for r in range(0, 40001, 200)}})),
     ("F1.latency-grows", UNMET_SETTING, f1(after=4400, after_kw={"search": FOUND_NOTHING})),
+    # the search found 4,070 below the after stair's first step (4,200): its p99 there would
+    # be the 4,200 step's, read beyond the stair's end (np.interp holds the end value)
+    ("F1.latency-grows", UNMET_SETTING, f1(after=4400, after_kw={"search": FOUND_4070,
+                                                                  "start": 4200})),
+    # BIND 9.16 as run 2da6 ran it: both stairs descended from 2,000 qps (before passed at
+    # 1,280, after at 1,024) and the after burst held at 638 after a search: the before
+    # stair had no step near 638 ...
+    ("F1.latency-grows", UNMET_SETTING, f1(1280, 1024, before_kw=DESCENDED_1280,
+                                           after_kw={**DESCENDED_1024, "search": FOUND_638})),
+    # ... and with DESCENT_BELOW's steps (524-1,024 on both stairs' grid) it is judged
+    # (the after p99 twice the before stair's at every rate, as the seed's 1.9x)
+    ("F1.latency-grows", PRESENT, f1(1280, 1024, before_kw=below(DESCENDED_1280, 1280),
+                                     after_kw={**below(DESCENDED_1024, 1024),
+                                               "search": FOUND_638,
+                                               "p99_ms": p99_of_before(1280, 2.0)})),
+    # the after p99 the before stair's at every rate: no growth
+    ("F1.latency-grows", ABSENT, f1(1280, 1024, before_kw=below(DESCENDED_1280, 1280),
+                                    after_kw={**below(DESCENDED_1024, 1024),
+                                              "search": FOUND_638,
+                                              "p99_ms": p99_of_before(1280, 1.0)})),
     ("F1.tcp-share", PRESENT, f1()),
     ("F1.tcp-share", ABSENT, f1(after_kw={"tcp_share": 0.10})),
     ("F1.tcp-share", REVERSED, f1(after_kw={"tcp_share": 0.40})),

@@ -584,8 +584,9 @@ def test_answer_growth(run: Run, verdict: Verdict, low: float, high: float) -> N
               "retried SYN (1 s) sets a step's worst, and a statistic one event can set is "
               "no measure of growth",
     precondition="the after capacity by the seed's criteria (stair judged as "
-                 "F1.capacity-drop, burst held) and the before stair passed around both "
-                 "rates (its p99 interpolated between its steps)",
+                 "F1.capacity-drop, burst held), the before stair passed around both "
+                 "rates and the after stair ran around them (p99 interpolated between "
+                 "steps, never read beyond a stair's ends)",
     fails_when="the p99 grows less than {low}x (no growth) or more than {high}x (a collapse "
                "the seed did not see) at a compared load",
     limits={"low": 1.5, "high": 4.9, "top": 1.25, "max_step": 0.05},
@@ -606,13 +607,21 @@ def test_latency_grows(run: Run, verdict: Verdict, low: float, high: float, top:
     rates = [capacity] + above[-1:]
     passed = before.rows[before.rows["passed"]].sort_values("target_qps")
     known = passed["target_qps"].astype(float).to_numpy()
+    steps = after.rows.sort_values("target_qps")
+    ran = steps["target_qps"].astype(float).to_numpy()
     for rate in rates:
         require(known.size > 0 and known.min() <= rate <= known.max(),
                 f"{label(before_cell)} passed no steps around {rate:,.0f} qps (its capacity "
                 f"{before.capacity or 0:,.0f})", "a before stair that runs through the after "
-                "capacity (STAIR_START)", cause=SETTING)
+                "capacity (DESCENT_BELOW steps below a descent, or a lower STAIR_START)",
+                cause=SETTING)
+        # np.interp holds the end value outside the steps: a p99 read there is not measured
+        require(after.at(rate) is not None or ran.min() <= rate <= ran.max(),
+                f"{label(after_cell)} ran no steps around {rate:,.0f} qps (its stair "
+                f"{ran.min():,.0f}-{ran.max():,.0f} qps; the burst search found the capacity "
+                "below it)", "an after stair that runs through the load the search finds "
+                "(DESCENT_BELOW steps below a descent, or a lower STAIR_START)", cause=SETTING)
     parts, ratios, failed = [], [], []
-    steps = after.rows.sort_values("target_qps")
     for rate in rates:
         row = after.at(rate)
         b99 = float(np.interp(rate, known, passed["p99_ms"].astype(float).to_numpy()))

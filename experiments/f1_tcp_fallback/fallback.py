@@ -419,13 +419,14 @@ def tcp_fallback(run: Run) -> None:
     record_sets = list(params["records"])
     stair_cells = len(record_sets) * len(servers) * len(params["tunings"])
     ceiling_cells = len(record_sets) if params["ceiling"] else 0
-    # about 16 stair steps (coarse, failing, fine), the burst (and, when it fails, the search
-    # below it: about half its candidates, each a probe and a full burst) and the function
-    # test; a ceiling's geometric stair about 25 steps
+    # about 16 stair steps (coarse, failing, fine; DESCENT_BELOW more after a descent), the
+    # burst (and, when it fails, the search below it: about half its candidates, each a
+    # probe and a full burst) and the function test; a ceiling's geometric stair ~25 steps
     burst_s = float(params["burst_s"])
     search_s = (float(params["burst_search_steps"]) / 2
                 * (float(params["burst_probe_s"]) + burst_s) if burst_s > 0 else 0.0)
-    stair_s = float(params["step_s"]) * 16 + burst_s + search_s \
+    stair_s = float(params["step_s"]) * (16 + int(params.get("descent_below") or 0)) \
+        + burst_s + search_s \
         + float(params.get("function_s", 0)) + 60
     ceiling_s = float(params["ceiling_step_s"]) * 25 + 60
     run.plan(stair_cells + ceiling_cells,

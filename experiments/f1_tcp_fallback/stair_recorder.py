@@ -156,9 +156,11 @@ def coarse_and_fine(runner: stairs.Runner, gen: stairs.LoadGenerator, recorder: 
     """The stair as the seed ran it, made finer around the knee: the coarse rates (ending
     after STOP_AFTER_FAILURES failing steps in a row); when no coarse step passed (a server
     slower than the first step), a descent from the first rate in steps of DESCENT_FACTOR
-    until a step passes, down to STAIR_FLOOR; then a fine pass from the capacity up to the
-    first failing rate, in steps of at most FINE_SHARE of that capacity (FINE_STEP_S each).
-    Step numbers run on; `stair.csv`'s `phase` says which pass."""
+    until a step passes, down to STAIR_FLOOR, and DESCENT_BELOW more steps down the same grid
+    (phase `below`: where a burst search may later find the capacity, both record sets' stairs
+    then have steps for F1.latency-grows to compare); then a fine pass from the capacity up
+    to the first failing rate, in steps of at most FINE_SHARE of that capacity (FINE_STEP_S
+    each). Step numbers run on; `stair.csv`'s `phase` says which pass."""
     stop_after = int(params["stop_after_failures"]) or None
     recorder.phase = "coarse"
     results = stairs.steps(runner, gen, rates, float(params["step_s"]), criteria(params),
@@ -170,6 +172,13 @@ def coarse_and_fine(runner: stairs.Runner, gen: stairs.LoadGenerator, recorder: 
                                   float(params["step_s"]), criteria(params), on_step=recorder,
                                   first_step=len(results) + 1,
                                   factor=float(params.get("descent_factor") or 0.8))
+        passed = stairs.capacity(results)
+        if passed is not None and int(params.get("descent_below") or 0) > 0:
+            recorder.phase = "below"
+            results += stairs.below(runner, gen, passed, int(params["descent_below"]), floor,
+                                    float(params["step_s"]), criteria(params),
+                                    on_step=recorder, first_step=len(results) + 1,
+                                    factor=float(params.get("descent_factor") or 0.8))
     fine = stairs.fine_rates(results, float(params["fine_share"]))
     if fine:
         recorder.phase = "fine"

@@ -184,6 +184,24 @@ def descend(run: Runner, gen: LoadGenerator, below: float, floor: float,
     return results
 
 
+def below(run: Runner, gen: LoadGenerator, passed: float, count: int, floor: float,
+          step_duration: float, criteria: Criteria | None = None,
+          on_step: Callable[[StepResult], None] | None = None,
+          first_step: int = 1, factor: float = 0.8) -> list[StepResult]:
+    """`count` more steps down the descent's grid from the rate where it `passed`
+    (`factor` x it, then `factor` x that, whole qps as `descend` rounds, none under `floor`),
+    each run whether or not the one before passed. Two stairs that descended from the same
+    first rate share these rates, so the load a burst search later finds below either
+    stair's capacity has measured steps of both around it."""
+    rates: list[float] = []
+    rate = math.floor(passed * factor)
+    while len(rates) < count and rate >= max(floor, 1):
+        rates.append(float(rate))
+        rate = math.floor(rate * factor)
+    return steps(run, gen, rates, step_duration, criteria, on_step=on_step,
+                 first_step=first_step) if rates else []
+
+
 def geometric_rates(start: float, stop: float, factor: float) -> list[float]:
     """start, start*factor, ... up to stop (inclusive), rounded to whole qps: a coarse stair
     whose steps grow with the rate, for a ceiling nobody knows in advance."""

@@ -48,8 +48,10 @@ def test_stair_against_calibration_responder(tmp_path: Path) -> None:
         m = r.measure
         assert r.passed, r.reasons
         assert m.seconds == 2
-        # the steady window starts mid-run: answers to queries sent just before it count
-        assert m.answered == pytest.approx(m.sent, abs=5) and m.timeouts == 0
+        # the steady window starts mid-run: answers to queries sent just before it count, and
+        # a generator starved by a parallel suite catches up in bursts (4,004 answered of
+        # 3,997 sent once), so the window's edges move by milliseconds: 1 % of the step
+        assert m.answered == pytest.approx(m.sent, rel=0.01) and m.timeouts == 0
         # a retry can straddle the window edge, so truncated and tcp may differ by one
         assert m.truncated == pytest.approx(0.3 * m.sent, abs=3)
         assert m.tcp == pytest.approx(m.truncated, abs=2)

@@ -244,6 +244,16 @@ def test_the_descent_stops_at_its_floor() -> None:
         stairs.descend(FakeServer(capacity=100), GEN, 2000, 100, 10, factor=1.0)
 
 
+def test_below_continues_the_descent_grid_whatever_passes() -> None:
+    # from 1,280 (2,000 x 0.8 x 0.8): the rates a stair descending from 2,000 would run
+    down = stairs.below(FakeServer(capacity=700), GEN, 1280, 4, 100, 10, first_step=5)
+    assert [(r.step, r.target_qps, r.passed) for r in down] == [
+        (5, 1024, False), (6, 819, False), (7, 655, True), (8, 524, True)]
+    assert [r.target_qps for r in stairs.below(FakeServer(capacity=700), GEN, 1280, 4, 700,
+                                               10)] == [1024, 819]
+    assert stairs.below(FakeServer(capacity=700), GEN, 1280, 0, 100, 10) == []
+
+
 class _Phases:
     """Stands in for the StepRecorder: notes each step's pass and phase."""
 
@@ -271,6 +281,28 @@ def test_the_stair_descends_when_no_coarse_step_passes() -> None:
     coarse_and_fine(FakeServer(capacity=1700), GEN, phases, {**params, "stair_floor": 0},  # type: ignore[arg-type]
                     [2000.0, 3000.0])
     assert [p for p, _, _ in phases.seen] == ["coarse", "coarse"]
+
+
+def test_the_descent_goes_on_below_its_passing_step() -> None:
+    """DESCENT_BELOW: the descent's grid continued under the step that passed (where a
+    burst search may find the capacity), then the fine pass above it as before; a stair
+    whose coarse steps passed runs none."""
+    from experiments.f1_tcp_fallback.stair_recorder import coarse_and_fine
+
+    params = {"stop_after_failures": 2, "step_s": 10, "fine_step_s": 0, "fine_share": 0.05,
+              "warmup_s": 0, "max_error_rate": 0.001, "max_tat_ms": 1000, "tat_stat": "max",
+              "stair_floor": 100, "descent_factor": 0.8, "descent_below": 2}
+    phases = _Phases()
+    results = coarse_and_fine(FakeServer(capacity=1700), GEN, phases, params,  # type: ignore[arg-type]
+                              [2000.0, 3000.0])
+    assert stairs.capacity(results) == 1680
+    assert phases.seen == [("coarse", 1, 2000), ("coarse", 2, 3000), ("descent", 3, 1600),
+                           ("below", 4, 1280), ("below", 5, 1024), ("fine", 6, 1680),
+                           ("fine", 7, 1760), ("fine", 8, 1840)]
+    phases = _Phases()
+    coarse_and_fine(FakeServer(capacity=2500), GEN, phases, params,  # type: ignore[arg-type]
+                    [2000.0, 3000.0, 4000.0])
+    assert "below" not in {p for p, _, _ in phases.seen}
 
 
 class TiringServer(FakeServer):
