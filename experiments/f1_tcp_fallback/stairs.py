@@ -24,9 +24,10 @@ Definitions used throughout:
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
@@ -174,14 +175,22 @@ def descend(run: Runner, gen: LoadGenerator, below: float, floor: float,
         raise LabError(f"descent factor {factor} is not between 0 and 1",
                        hint="DESCENT_FACTOR=0.8 steps down by 20 % at a time")
     results: list[StepResult] = []
-    rate = math.floor(below * factor)
-    while floor > 0 and rate >= floor:
-        results += steps(run, gen, [float(rate)], step_duration, criteria, on_step=on_step,
+    for rate in descent_grid(below, factor, floor) if floor > 0 else []:
+        results += steps(run, gen, [rate], step_duration, criteria, on_step=on_step,
                          first_step=first_step + len(results))
         if results[-1].passed:
             break
-        rate = math.floor(rate * factor)
     return results
+
+
+def descent_grid(above: float, factor: float, floor: float) -> Iterator[float]:
+    """The descent's rates under `above`: `factor` x it, `factor` x that, ... in whole qps,
+    none under `floor` (at least 1 qps). `descend` and `below` walk the same grid, so two
+    stairs that descended from the same first rate share their rates."""
+    rate = math.floor(above * factor)
+    while rate >= max(floor, 1):
+        yield float(rate)
+        rate = math.floor(rate * factor)
 
 
 def below(run: Runner, gen: LoadGenerator, passed: float, count: int, floor: float,
@@ -193,11 +202,7 @@ def below(run: Runner, gen: LoadGenerator, passed: float, count: int, floor: flo
     each run whether or not the one before passed. Two stairs that descended from the same
     first rate share these rates, so the load a burst search later finds below either
     stair's capacity has measured steps of both around it."""
-    rates: list[float] = []
-    rate = math.floor(passed * factor)
-    while len(rates) < count and rate >= max(floor, 1):
-        rates.append(float(rate))
-        rate = math.floor(rate * factor)
+    rates = list(itertools.islice(descent_grid(passed, factor, floor), count))
     return steps(run, gen, rates, step_duration, criteria, on_step=on_step,
                  first_step=first_step) if rates else []
 
