@@ -43,6 +43,7 @@ from analysis.rundata import Run, load_run  # noqa: E402
 from analysis.verdicts import status_word  # noqa: E402
 from dnslab import findings, results  # noqa: E402
 from dnslab.errors import LabError  # noqa: E402
+from dnslab.experiment_spec import counts_as_full  # noqa: E402
 
 SLIDE_INCHES = (13.333, 7.5)  # 16:9
 STATUS_COLOUR = {"reproduced": "#1b7837", "not_reproduced": "#b2182b",
@@ -120,13 +121,14 @@ def line_of(verdict: dict[str, Any]) -> str:
 
 def newest_runs(root: Path) -> list[Path]:
     """The newest complete run of each experiment under a results root: its newest
-    full-scale one where it has one (a SCALE=ci run made after it checks the lab and
-    measures nothing a speaker shows), else its newest at any scale."""
+    full-scale one on the experiment file's own settings where it has one (a SCALE=ci run made
+    after it checks the lab and measures nothing a speaker shows; a probe that changed a
+    setting, `experiment_spec.changed_settings`, asked another question), else its newest."""
     complete = []
     for folder in results.run_dirs(root):  # oldest first: run ids sort by time
         meta = results.peek_meta(folder)
         if meta.get("complete") and meta.get("experiment"):
-            complete.append((str(meta["experiment"]), results.is_full_scale(meta), folder))
+            complete.append((str(meta["experiment"]), counts_as_full(folder, meta), folder))
     newest = results.newest_full_first(complete)
     return [newest[e] for e in sorted(newest)]
 
@@ -144,7 +146,7 @@ def latest_evidence(root: Path) -> list[tuple[dict[str, Any], str]]:
             verdicts = json.loads(path.read_text()).get("verdicts") or []
         except json.JSONDecodeError:
             continue
-        runs.append((str(meta["experiment"]), results.is_full_scale(meta),
+        runs.append((str(meta["experiment"]), counts_as_full(folder, meta),
                      f"{meta['experiment']}/{meta.get('run_id') or folder.name}", verdicts))
     return index.latest_evidence(runs)
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.results import is_full_scale
+from dnslab.experiment_spec import changed_settings, counts_as_full
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -96,9 +96,14 @@ def runs_cmd(
     # claim's latest evidence (as the book counts it): its experiment's newest complete
     # analysed run, full scale where there is one, or, where that run lacked the claim's
     # cells, the newest full run that judged it
+    # a full-scale probe of other settings (QUERIES_PER_CONN=1) is listed, not counted
+    probes = {row["path"]: changed_settings(results / row["path"],
+                                            results_meta(results / row["path"]))
+              for row in rows if row["verdicts"] and row["complete"]}
     evidence = index.latest_evidence(
-        (row["experiment"], is_full_scale(results_meta(results / row["path"])), row["path"],
-         row["verdicts"])
+        (row["experiment"], counts_as_full(results / row["path"],
+                                           results_meta(results / row["path"])),
+         row["path"], row["verdicts"])
         for row in reversed(rows) if row["verdicts"] and row["complete"])  # oldest first
     totals = index.census(v for v, _ in evidence)
     if totals:
@@ -107,10 +112,16 @@ def runs_cmd(
                   "newest full run that judged it (claims, calibrations and lab checks):",
                   markup=False)
         for finding, counts in totals.items():
-            runs = sorted({label.rsplit("/", 1)[-1] for v, label in evidence
-                           if index.finding_of(v) == finding})
+            # a probe speaks only where its experiment has no run on the file's settings
+            runs = sorted({label.rsplit("/", 1)[-1] + (" (a probe)" if probes.get(label) else "")
+                           for v, label in evidence if index.finding_of(v) == finding})
             out.print(f"  {finding}: {index.census_text(counts)} (runs {', '.join(runs)})",
                       markup=False)
+    for path, changed in probes.items():
+        if changed:
+            out.print(f"probe (settings changed, not only what runs; counted only where its "
+                      f"experiment has no full run on its file's settings): "
+                      f"{path} ({', '.join(changed)})", markup=False)
 
 
 @app.command("compare")

@@ -21,7 +21,7 @@ import yaml
 from dnslab import findings, param_rules, yamlfile
 from dnslab.errors import LabError
 from dnslab.param_rules import Rule
-from dnslab.results import is_run, read_meta
+from dnslab.results import is_full_scale, is_run, read_meta
 from dnslab.topology import Topology
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME", "HOSTS",
@@ -53,6 +53,10 @@ class ExperimentSpec:
     rules: dict[str, Rule] = field(default_factory=dict)
     # its procedure runs with the lab split across hosts (HOSTS=); the others refuse it
     across_hosts: bool = False
+    # parameters that only choose what runs (which servers, profiles, cells; on which CPUs),
+    # not how it is measured (`selectors:`): a run that sets any other away from the file's
+    # value at its scale is a probe of other settings (`changed_settings`)
+    selectors: list[str] = field(default_factory=list)
 
     @property
     def package(self) -> str:
@@ -163,12 +167,18 @@ def _parse(name: str, path: Path, finding: findings.Finding | None) -> Experimen
                             "docs/architecture.md, Experiment files)")
     params = raw.get("params") or {}
     rules = _rules(path, params, raw.get("rules"), every=finding is not None)
+    selectors = raw.get("selectors") or []
+    if not isinstance(selectors, list) or any(k not in params for k in selectors):
+        raise LabError(f"{path}: selectors: is a list of parameters of params:",
+                       hint="selectors: [servers, profiles] (the parameters that only choose "
+                            "what runs)")
     return ExperimentSpec(name=name, path=path, description=raw.get("description", ""),
                           topology=str(raw["topology"]), procedure=str(raw["procedure"]),
                           finding=finding, claims=list(raw.get("claims") or []),
                           plots=list(raw.get("plots") or []), params=params,
                           scales=raw.get("scales", {}), rules=rules,
-                          across_hosts=bool(raw.get("across_hosts", False)))
+                          across_hosts=bool(raw.get("across_hosts", False)),
+                          selectors=[str(k) for k in selectors])
 
 
 def _rules(path: Path, params: dict[str, Any], raw: Any, every: bool = True) -> dict[str, Rule]:
@@ -332,6 +342,44 @@ def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
         raise LabError(f"a resumed run keeps its parameters; {', '.join(changed)} differ",
                        hint="leave KEY=VALUE out when resuming, or start a new run")
     return folder, dict(meta["params"]), stored_scale
+
+
+def changed_settings(run_dir: Path, meta: dict[str, Any]) -> list[str]:
+    """The parameters (as KEY) a run set away from its experiment file's values at its scale,
+    other than its `selectors:` (which only choose what runs): a full-scale run with any is a
+    probe of other settings (QUERIES_PER_CONN=1, TRIALS=5), which the book and the census pass
+    over for the newest run on the file's own settings. Judged against the copy of the file
+    the run keeps (a default changed since is not the run's doing; without it, none); a
+    parameter added since is left out. A run of a file of one's own, or of an experiment no
+    longer known: none."""
+    try:
+        spec = load_spec(str(meta.get("experiment") or ""))
+    except LabError:
+        return []
+    if spec.finding is None:
+        return []
+    copy = Path(run_dir) / spec.path.name
+    if not copy.is_file():
+        return []  # what it ran by is not known: the file's defaults may have changed since
+    try:
+        kept = _parse(spec.name, copy, spec.finding)
+    except LabError:  # a file of an older format: today's rules read what it says
+        kept = spec
+    scale = meta.get("scale")
+    try:
+        own = resolve_params(kept, {}, None if scale in (None, "full") else str(scale))
+    except LabError:
+        return []
+    params = meta.get("params") or {}
+    selectors = set(spec.selectors) | set(kept.selectors)
+    return sorted(k.upper() for k, value in params.items()
+                  if k in own and k not in selectors and value != own[k])
+
+
+def counts_as_full(run_dir: Path, meta: dict[str, Any]) -> bool:
+    """A run the book and the census take as its experiment's full run: at full scale (or the
+    seed's) and on its experiment file's own settings (`changed_settings`)."""
+    return is_full_scale(meta) and not changed_settings(run_dir, meta)
 
 
 def parse_overrides(args: list[str]) -> dict[str, str]:

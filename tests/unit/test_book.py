@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -252,3 +253,58 @@ def test_a_not_applicable_says_whether_the_run_lacked_the_data_or_measured_it_un
     assert (by["F5.tcp-sack"]["status"], by["F5.tcp-sack"]["unmet"]) == (
         "not_applicable", "measured")
     assert all(v["unmet"] is None for v in by.values() if v["status"] != "not_applicable")
+
+
+def _tcp_sysctl_run(root: Path, run_id: str, **changed: Any) -> Path:
+    """A complete full-scale tcp-sysctl run on its file's settings, except `changed`."""
+    from dnslab.experiment_spec import load_spec, resolve_params
+    spec = load_spec("tcp-sysctl")
+    params = {**resolve_params(spec, {}, None), **changed}
+    run = results.RunWriter.create(root, "tcp-sysctl", run_id,
+                                   {"scale": "full", "params": params})
+    (run.dir / spec.path.name).write_text(spec.path.read_text())  # as every run keeps it
+    run.finish(ended=run_id, complete=True)
+    return run.dir
+
+
+def test_a_probe_of_other_settings_never_replaces_the_full_run(tmp_path: Path) -> None:
+    """QUERIES_PER_CONN=1 TRIALS=5 at full scale asks another question than the file's own
+    settings: the book and the census keep the older run on them; choosing fewer profiles and
+    loads (the file's `selectors:`) is no probe, and a probe alone is still taken."""
+    from dnslab.experiment_spec import changed_settings, counts_as_full
+    own = _tcp_sysctl_run(tmp_path, "20261128T100000Z-own")
+    probe = _tcp_sysctl_run(tmp_path, "20261128T110000Z-probe", queries_per_conn=1, trials=5)
+    fewer = _tcp_sysctl_run(tmp_path / "b", "20261128T120000Z-fewer",
+                            profiles=["default", "diiner"], loads=[150])
+    assert changed_settings(probe, results.read_meta(probe)) == ["QUERIES_PER_CONN", "TRIALS"]
+    assert changed_settings(own, results.read_meta(own)) == []
+    assert counts_as_full(fewer, results.read_meta(fewer))
+    assert [p.name for p in book.newest_runs(tmp_path)] == ["20261128T100000Z-own"]
+    # alone, the probe is what there is
+    alone = _tcp_sysctl_run(tmp_path / "c", "20261128T110000Z-probe", trial_s=20)
+    assert not counts_as_full(alone, results.read_meta(alone))
+    assert [p.name for p in book.newest_runs(tmp_path / "c")] == ["20261128T110000Z-probe"]
+
+
+def test_a_probe_is_judged_by_the_file_the_run_kept(tmp_path: Path) -> None:
+    """A default changed since the run is not the run's doing (its copy of the experiment
+    file says what it ran by); a parameter added since is left out; a SCALE=ci run is
+    compared with the ci scale's values."""
+    from dnslab.experiment_spec import changed_settings, load_spec, resolve_params
+    spec = load_spec("tcp-sysctl")
+    older = _tcp_sysctl_run(tmp_path, "20261128T100000Z-older", timeout_s=2.0)
+    meta = results.read_meta(older)
+    assert changed_settings(older, meta) == ["TIMEOUT_S"]
+    kept = spec.path.read_text().replace("  timeout_s: 0.5", "  timeout_s: 2.0")
+    assert kept != spec.path.read_text()
+    (older / spec.path.name).write_text(kept)
+    assert changed_settings(older, meta) == []
+    del meta["params"]["names"]  # as if NAMES= came after the run
+    assert changed_settings(older, meta) == []
+    ci = results.RunWriter.create(tmp_path, "tcp-sysctl", "20261128T110000Z-ci",
+                                  {"scale": "ci", "params": resolve_params(spec, {}, "ci")})
+    assert changed_settings(ci.dir, ci.meta) == []  # no copy kept: what it ran by is unknown
+    (ci.dir / spec.path.name).write_text(spec.path.read_text())
+    assert changed_settings(ci.dir, ci.meta) == []
+    ci.meta["params"]["trials"] = 20
+    assert changed_settings(ci.dir, ci.meta) == ["TRIALS"]
