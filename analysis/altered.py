@@ -10,7 +10,8 @@ collects `plots.py`; a key that names no claim of its finding is a LabError.
 
 `alter_and_judge(run_dir, tmp)` copies the run once per alteration of every claim its
 experiment names (daemon logs left out: the analysis never reads them), applies the
-alteration, runs `analysis.pipeline.analyse(copy, update_index=False)` and returns
+alteration, judges the copy (`analysis.pipeline.judge`: derived figures and claims, no plots
+or report, which say nothing about a status and took most of the time) and returns
 {claim_id: status}: "reproduced" when any alteration of the claim left it reproduced, else the
 status of its first alteration.
 """
@@ -27,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.claim import REPRODUCED
-from analysis.pipeline import analyse
+from analysis.pipeline import judge
 from analysis.rundata import Cell, Run, load_run
 from analysis.verdicts import experiment_claims
 from dnslab import findings, results
@@ -116,7 +117,7 @@ def alter_and_judge(run_dir: Path, tmp: Path) -> dict[str, str]:
             shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("logs", "report"))
             if alteration(load_run(copy)) == 0:
                 continue
-            verdicts = analyse(copy, update_index=False)["verdicts"]
+            verdicts = judge(load_run(copy)).verdicts  # plots and report say nothing here
             status = next((v["status"] for v in verdicts if v["claim_id"] == claim_id), "")
             if statuses.get(claim_id) != REPRODUCED:
                 statuses[claim_id] = (status if status == REPRODUCED or claim_id not in statuses

@@ -17,14 +17,26 @@ from pathlib import Path
 from typing import Any
 
 from analysis import index, plots, report
-from analysis.rundata import load_run
+from analysis.rundata import Run, load_run
 from analysis.verdicts import evaluate, evaluate_by_version, version_view
 from dnslab import findings
 from dnslab.errors import LabError
 
 
-def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
-    run = load_run(run_dir)
+@dataclasses.dataclass
+class Judged:
+    """A run's verdicts (its first version's where a kind ran in several, each version's in
+    `by_version`) and the lines that say what could not be derived or collected."""
+    verdicts: list[dict[str, Any]]
+    by_version: dict[str, list[dict[str, Any]]]
+    derived_errors: list[str]
+    collect_errors: list[str]
+
+
+def judge(run: Run) -> Judged:
+    """The finding's derived figures, then its claims on the run: everything a verdict
+    needs and nothing a reader sees (no plots, report or summary.json): `analyse` goes on from
+    here, and judging altered copies of a run (`analysis.altered`) stops here."""
     derived_errors = []
     found = findings.finding_of(run.experiment)
     derived = found.module("derived") if found else None
@@ -38,6 +50,14 @@ def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
         verdicts = next(iter(by_version.values()))
     else:
         verdicts, collect_errors = evaluate(run)
+    return Judged(verdicts, by_version, derived_errors, collect_errors)
+
+
+def analyse(run_dir: Path, *, update_index: bool = True) -> dict[str, Any]:
+    run = load_run(run_dir)
+    judged = judge(run)
+    verdicts, by_version = judged.verdicts, judged.by_version
+    derived_errors, collect_errors = judged.derived_errors, judged.collect_errors
 
     report_dir = run.dir / "report"
     if report_dir.exists():
