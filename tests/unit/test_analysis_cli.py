@@ -196,3 +196,29 @@ def test_each_claims_latest_evidence_is_the_newest_full_run_that_judged_it() -> 
                ("a", False, "a/2", [_v("F1.x", "not_applicable", "setting")])]
     assert [(v["status"], label) for v, label in index.latest_evidence(only_ci)] == [
         ("not_applicable", "a/2")]
+
+
+def test_make_runs_names_a_probe_and_counts_the_run_on_the_files_settings(
+        tmp_path: Path) -> None:
+    """A full-scale tcp-sysctl run on the file's settings, then a probe of QUERIES_PER_CONN=1:
+    the census counts the first run's verdicts and the listing names the probe with what it
+    changed."""
+    from dnslab.experiment_spec import load_spec, resolve_params
+    from experiments.f5_tcp_sysctl import fixtures as f5_fx
+
+    spec = load_spec("tcp-sysctl")
+    own = resolve_params(spec, {}, None)
+    root = tmp_path / "results"
+    for run_id, params in (("20250101T000000Z-0own", own),
+                           ("20250102T000000Z-0probe", {**own, "queries_per_conn": 1})):
+        folder = f5_fx.tcp_sysctl_run(root, gain={"tso-win-divisor-1": 0.85}, run_id=run_id,
+                                      meta={"scale": "full", "params": params})
+        shutil.copy(spec.path, folder / spec.path.name)  # as every run keeps its file
+        run_analysis(folder, update_index=False)
+    proc = cli("runs", "--results", str(root))
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "(runs 20250101T000000Z-0own)" in said, said
+    assert ("probe (settings changed, not only what runs; counted only where its experiment "
+            "has no full run on its file's settings): tcp-sysctl/20250102T000000Z-0probe "
+            "(QUERIES_PER_CONN)") in said, said
