@@ -20,7 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.experiment_spec import changed_settings, counts_as_full
+from dnslab.experiment_spec import changed_settings, changed_text, counts_as_full
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -121,7 +121,7 @@ def runs_cmd(
         if changed:
             out.print(f"probe (settings changed, not only what runs; counted only where its "
                       f"experiment has no full run on its file's settings): "
-                      f"{path} ({', '.join(changed)})", markup=False)
+                      f"{path} ({changed_text(changed)})", markup=False)
 
 
 @app.command("compare")

@@ -21,6 +21,8 @@ from analysis.claim import REPRODUCTION, STATUS_MEANING, STATUSES, finding_title
 from analysis.index import census, census_text
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
+from dnslab.experiment_spec import changed_settings, changed_text
+from dnslab.results import is_full_scale
 from dnslab.thresholds import QUIET_OTHER_LOAD_PCT
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -273,6 +275,9 @@ def context(run: Run, summary: dict[str, Any], plots: list[RenderedPlot],
         "sysctls": _sysctl_table(run),
         "placement": _placement(run),
         "params": run.params,
+        # a full-scale run that changed a setting, not only what runs: another question
+        "probe": (changed_text(changed_settings(run.dir, run.meta))
+                  if is_full_scale(run.meta) else ""),
         "chosen": _chosen_in_run(run),
         "cells": [{"id": c.id, "params": c.params, "figures": c.figures,
                    "files": c.data_files()} for c in run.cells],

@@ -344,8 +344,9 @@ def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
     return folder, dict(meta["params"]), stored_scale
 
 
-def changed_settings(run_dir: Path, meta: dict[str, Any]) -> list[str]:
-    """The parameters (as KEY) a run set away from its experiment file's values at its scale,
+def changed_settings(run_dir: Path, meta: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """{KEY: (the run's value, the file's)} of the parameters a run set away from its
+    experiment file's values at its scale,
     other than its `selectors:` (which only choose what runs): a full-scale run with any is a
     probe of other settings (QUERIES_PER_CONN=1, TRIALS=5), which the book and the census pass
     over for the newest run on the file's own settings. Judged against the copy of the file
@@ -355,12 +356,12 @@ def changed_settings(run_dir: Path, meta: dict[str, Any]) -> list[str]:
     try:
         spec = load_spec(str(meta.get("experiment") or ""))
     except LabError:
-        return []
+        return {}
     if spec.finding is None:
-        return []
+        return {}
     copy = Path(run_dir) / spec.path.name
     if not copy.is_file():
-        return []  # what it ran by is not known: the file's defaults may have changed since
+        return {}  # what it ran by is not known: the file's defaults may have changed since
     try:
         kept = _parse(spec.name, copy, spec.finding)
     except LabError:  # a file of an older format: today's rules read what it says
@@ -369,11 +370,24 @@ def changed_settings(run_dir: Path, meta: dict[str, Any]) -> list[str]:
     try:
         own = resolve_params(kept, {}, None if scale in (None, "full") else str(scale))
     except LabError:
-        return []
+        return {}
     params = meta.get("params") or {}
     selectors = set(spec.selectors) | set(kept.selectors)
-    return sorted(k.upper() for k, value in params.items()
-                  if k in own and k not in selectors and value != own[k])
+    return {k.upper(): (params[k], own[k]) for k in sorted(params)
+            if k in own and k not in selectors and params[k] != own[k]}
+
+
+def changed_text(changed: dict[str, tuple[Any, Any]]) -> str:
+    """"QUERIES_PER_CONN=1 (the file's 100), LOADS=150 (the file's 10,100,150)": the
+    settings a probe changed as they are typed, each with the file's value."""
+    def typed(value: Any) -> str:
+        if isinstance(value, list):
+            return ",".join(map(str, value))
+        if isinstance(value, dict):
+            return yaml.safe_dump(value, default_flow_style=True).strip()
+        return str(value)
+    return ", ".join(f"{key}={typed(ran)} (the file's {typed(own)})"
+                     for key, (ran, own) in changed.items())
 
 
 def counts_as_full(run_dir: Path, meta: dict[str, Any]) -> bool:

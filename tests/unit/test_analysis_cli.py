@@ -215,10 +215,16 @@ def test_make_runs_names_a_probe_and_counts_the_run_on_the_files_settings(
                                       meta={"scale": "full", "params": params})
         shutil.copy(spec.path, folder / spec.path.name)  # as every run keeps its file
         run_analysis(folder, update_index=False)
+    # the probe's own report says so, the other's does not
+    reports = {f.name: (f / "report" / "summary.md").read_text()
+               for f in run_dirs(root, "tcp-sysctl")}
+    assert ("**A probe of other settings**: QUERIES_PER_CONN=1 (the file's 100); "
+            in reports["20250102T000000Z-0probe"])
+    assert "probe" not in reports["20250101T000000Z-0own"]
     proc = cli("runs", "--results", str(root))
     assert proc.returncode == 0, proc.stderr
     said = " ".join(proc.stdout.split())
     assert "(runs 20250101T000000Z-0own)" in said, said
     assert ("probe (settings changed, not only what runs; counted only where its experiment "
             "has no full run on its file's settings): tcp-sysctl/20250102T000000Z-0probe "
-            "(QUERIES_PER_CONN)") in said, said
+            "(QUERIES_PER_CONN=1 (the file's 100))") in said, said

@@ -276,8 +276,9 @@ def test_a_probe_of_other_settings_never_replaces_the_full_run(tmp_path: Path) -
     probe = _tcp_sysctl_run(tmp_path, "20261128T110000Z-probe", queries_per_conn=1, trials=5)
     fewer = _tcp_sysctl_run(tmp_path / "b", "20261128T120000Z-fewer",
                             profiles=["default", "diiner"], loads=[150])
-    assert changed_settings(probe, results.read_meta(probe)) == ["QUERIES_PER_CONN", "TRIALS"]
-    assert changed_settings(own, results.read_meta(own)) == []
+    assert changed_settings(probe, results.read_meta(probe)) == {
+        "QUERIES_PER_CONN": (1, 100), "TRIALS": (5, 20)}
+    assert changed_settings(own, results.read_meta(own)) == {}
     assert counts_as_full(fewer, results.read_meta(fewer))
     assert [p.name for p in book.newest_runs(tmp_path)] == ["20261128T100000Z-own"]
     # alone, the probe is what there is
@@ -294,17 +295,17 @@ def test_a_probe_is_judged_by_the_file_the_run_kept(tmp_path: Path) -> None:
     spec = load_spec("tcp-sysctl")
     older = _tcp_sysctl_run(tmp_path, "20261128T100000Z-older", timeout_s=2.0)
     meta = results.read_meta(older)
-    assert changed_settings(older, meta) == ["TIMEOUT_S"]
+    assert changed_settings(older, meta) == {"TIMEOUT_S": (2.0, 0.5)}
     kept = spec.path.read_text().replace("  timeout_s: 0.5", "  timeout_s: 2.0")
     assert kept != spec.path.read_text()
     (older / spec.path.name).write_text(kept)
-    assert changed_settings(older, meta) == []
+    assert changed_settings(older, meta) == {}
     del meta["params"]["names"]  # as if NAMES= came after the run
-    assert changed_settings(older, meta) == []
+    assert changed_settings(older, meta) == {}
     ci = results.RunWriter.create(tmp_path, "tcp-sysctl", "20261128T110000Z-ci",
                                   {"scale": "ci", "params": resolve_params(spec, {}, "ci")})
-    assert changed_settings(ci.dir, ci.meta) == []  # no copy kept: what it ran by is unknown
+    assert changed_settings(ci.dir, ci.meta) == {}  # no copy kept: what it ran by is unknown
     (ci.dir / spec.path.name).write_text(spec.path.read_text())
-    assert changed_settings(ci.dir, ci.meta) == []
+    assert changed_settings(ci.dir, ci.meta) == {}
     ci.meta["params"]["trials"] = 20
-    assert changed_settings(ci.dir, ci.meta) == ["TRIALS"]
+    assert changed_settings(ci.dir, ci.meta) == {"TRIALS": (20, 3)}
