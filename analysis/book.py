@@ -43,7 +43,7 @@ from analysis.rundata import Run, load_run  # noqa: E402
 from analysis.verdicts import status_word  # noqa: E402
 from dnslab import findings, results  # noqa: E402
 from dnslab.errors import LabError  # noqa: E402
-from dnslab.experiment_spec import counts_as_full  # noqa: E402
+from dnslab.probes import counts_as_full  # noqa: E402
 
 SLIDE_INCHES = (13.333, 7.5)  # 16:9
 STATUS_COLOUR = {"reproduced": "#1b7837", "not_reproduced": "#b2182b",

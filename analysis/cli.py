@@ -20,7 +20,7 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.experiment_spec import changed_settings, changed_text, counts_as_full
+from dnslab.probes import changed_settings, changed_text, counts_as_full
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,

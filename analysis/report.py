@@ -21,7 +21,7 @@ from analysis.claim import REPRODUCTION, STATUS_MEANING, STATUSES, finding_title
 from analysis.index import census, census_text
 from analysis.plots import RenderedPlot
 from analysis.rundata import Run
-from dnslab.experiment_spec import changed_settings, changed_text
+from dnslab.probes import changed_settings, changed_text
 from dnslab.results import is_full_scale
 from dnslab.thresholds import QUIET_OTHER_LOAD_PCT
 

@@ -21,7 +21,7 @@ import yaml
 from dnslab import findings, param_rules, yamlfile
 from dnslab.errors import LabError
 from dnslab.param_rules import Rule
-from dnslab.results import is_full_scale, is_run, read_meta
+from dnslab.results import is_run, read_meta
 from dnslab.topology import Topology
 
 RESERVED = {"RUNTIME", "KEEP", "SCALE", "LAB", "ALLOW_HOST_SYSCTLS", "RESUME", "HOSTS",
@@ -179,6 +179,11 @@ def _parse(name: str, path: Path, finding: findings.Finding | None) -> Experimen
                           scales=raw.get("scales", {}), rules=rules,
                           across_hosts=bool(raw.get("across_hosts", False)),
                           selectors=[str(k) for k in selectors])
+
+
+def load_copy(spec: ExperimentSpec, path: Path) -> ExperimentSpec:
+    """The same experiment read from a copy of its file (the one a run folder keeps)."""
+    return _parse(spec.name, path, spec.finding)
 
 
 def _rules(path: Path, params: dict[str, Any], raw: Any, every: bool = True) -> dict[str, Rule]:
@@ -342,58 +347,6 @@ def resume_params(spec: ExperimentSpec, folder: Path, overrides: dict[str, str],
         raise LabError(f"a resumed run keeps its parameters; {', '.join(changed)} differ",
                        hint="leave KEY=VALUE out when resuming, or start a new run")
     return folder, dict(meta["params"]), stored_scale
-
-
-def changed_settings(run_dir: Path, meta: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """{KEY: (the run's value, the file's)} of the parameters a run set away from its
-    experiment file's values at its scale,
-    other than its `selectors:` (which only choose what runs): a full-scale run with any is a
-    probe of other settings (QUERIES_PER_CONN=1, TRIALS=5), which the book and the census pass
-    over for the newest run on the file's own settings. Judged against the copy of the file
-    the run keeps (a default changed since is not the run's doing; without it, none); a
-    parameter added since is left out. A run of a file of one's own, or of an experiment no
-    longer known: none."""
-    try:
-        spec = load_spec(str(meta.get("experiment") or ""))
-    except LabError:
-        return {}
-    if spec.finding is None:
-        return {}
-    copy = Path(run_dir) / spec.path.name
-    if not copy.is_file():
-        return {}  # what it ran by is not known: the file's defaults may have changed since
-    try:
-        kept = _parse(spec.name, copy, spec.finding)
-    except LabError:  # a file of an older format: today's rules read what it says
-        kept = spec
-    scale = meta.get("scale")
-    try:
-        own = resolve_params(kept, {}, None if scale in (None, "full") else str(scale))
-    except LabError:
-        return {}
-    params = meta.get("params") or {}
-    selectors = set(spec.selectors) | set(kept.selectors)
-    return {k.upper(): (params[k], own[k]) for k in sorted(params)
-            if k in own and k not in selectors and params[k] != own[k]}
-
-
-def changed_text(changed: dict[str, tuple[Any, Any]]) -> str:
-    """"QUERIES_PER_CONN=1 (the file's 100), LOADS=150 (the file's 10,100,150)": the
-    settings a probe changed as they are typed, each with the file's value."""
-    def typed(value: Any) -> str:
-        if isinstance(value, list):
-            return ",".join(map(str, value))
-        if isinstance(value, dict):
-            return yaml.safe_dump(value, default_flow_style=True).strip()
-        return str(value)
-    return ", ".join(f"{key}={typed(ran)} (the file's {typed(own)})"
-                     for key, (ran, own) in changed.items())
-
-
-def counts_as_full(run_dir: Path, meta: dict[str, Any]) -> bool:
-    """A run the book and the census take as its experiment's full run: at full scale (or the
-    seed's) and on its experiment file's own settings (`changed_settings`)."""
-    return is_full_scale(meta) and not changed_settings(run_dir, meta)
 
 
 def parse_overrides(args: list[str]) -> dict[str, str]:

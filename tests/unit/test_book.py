@@ -271,7 +271,7 @@ def test_a_probe_of_other_settings_never_replaces_the_full_run(tmp_path: Path) -
     """QUERIES_PER_CONN=1 TRIALS=5 at full scale asks another question than the file's own
     settings: the book and the census keep the older run on them; choosing fewer profiles and
     loads (the file's `selectors:`) is no probe, and a probe alone is still taken."""
-    from dnslab.experiment_spec import changed_settings, counts_as_full
+    from dnslab.probes import changed_settings, counts_as_full
     own = _tcp_sysctl_run(tmp_path, "20261128T100000Z-own")
     probe = _tcp_sysctl_run(tmp_path, "20261128T110000Z-probe", queries_per_conn=1, trials=5)
     fewer = _tcp_sysctl_run(tmp_path / "b", "20261128T120000Z-fewer",
@@ -291,7 +291,8 @@ def test_a_probe_is_judged_by_the_file_the_run_kept(tmp_path: Path) -> None:
     """A default changed since the run is not the run's doing (its copy of the experiment
     file says what it ran by); a parameter added since is left out; a SCALE=ci run is
     compared with the ci scale's values."""
-    from dnslab.experiment_spec import changed_settings, load_spec, resolve_params
+    from dnslab.experiment_spec import load_spec, resolve_params
+    from dnslab.probes import changed_settings
     spec = load_spec("tcp-sysctl")
     older = _tcp_sysctl_run(tmp_path, "20261128T100000Z-older", timeout_s=2.0)
     meta = results.read_meta(older)
@@ -309,3 +310,17 @@ def test_a_probe_is_judged_by_the_file_the_run_kept(tmp_path: Path) -> None:
     assert changed_settings(ci.dir, ci.meta) == {}
     ci.meta["params"]["trials"] = 20
     assert changed_settings(ci.dir, ci.meta) == {"TRIALS": (20, 3)}
+
+
+def test_make_reproduces_own_departure_is_no_probe(tmp_path: Path) -> None:
+    """resolver-cache at NAMES=30000 is what `make reproduce`'s plan runs (campaign.yaml says
+    why): the experiment's own question; NAMES=20000 is a probe."""
+    from dnslab.experiment_spec import load_spec, resolve_params
+    from dnslab.probes import changed_settings
+    spec = load_spec("resolver-cache")
+    for names, changed in ((30000, {}), (20000, {"NAMES": (20000, 10000)})):
+        params = resolve_params(spec, {"NAMES": str(names)}, None)
+        run = results.RunWriter.create(tmp_path, "resolver-cache", f"20261128T100000Z-{names}",
+                                       {"scale": "full", "params": params})
+        (run.dir / spec.path.name).write_text(spec.path.read_text())
+        assert changed_settings(run.dir, run.meta) == changed
