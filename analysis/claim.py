@@ -331,7 +331,7 @@ class Judged:
 def decide_words(figure: Judged) -> str:
     """Why a figure is inconclusive, and what would decide it."""
     needed = repetitions_to_decide(figure.interval, figure.edge())
-    more = (f"about {needed:,} repetitions would decide it at the spread seen"
+    more = (f"about {needed:,} {figure.interval.counted} would decide it at the spread seen"
             if needed is not None else
             "no practical number of repetitions decides it at the spread seen (the figure "
             "sits at the edge)" if math.isfinite(figure.interval.low)

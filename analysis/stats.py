@@ -19,6 +19,9 @@ CONFIDENCE (95 %, two-sided) unless a claim says otherwise:
 - `rank_ratio_interval`: the relative change of one group of trials against another with
   the interval its one-sided Mann-Whitney tests give (F5's and F4's rank tests: the same
   test decides, and what it cannot tell becomes "inconclusive").
+- `poisson_ratio_interval`: the ratio of two event rates (counts per step) with the exact
+  conditional (Clopper-Pearson) interval: F1's queue symptoms, where a handful of dropped SYNs
+  is all a step counts.
 - `repetitions_to_decide`: how many repetitions would put an interval on one side of a band
   edge, from the spread observed (see its docstring).
 
@@ -58,6 +61,8 @@ BOOTSTRAP_SEED = 20261127  # fixed: the same run always gets the same interval
 MAX_REPETITIONS = 1000  # beyond this, "no practical number of repetitions decides it"
 
 T_METHODS = ("t", "Fieller")
+# intervals one run gives without repetitions: a count carries its own spread
+WITHIN_ONE_RUN = ("exact Poisson",)
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,8 @@ class Interval:
             return "a single measurement: no interval"
         kind = {"t": "t interval", "Fieller": "Fieller interval",
                 "bootstrap": "bootstrap interval",
-                "Mann-Whitney": "interval of the Mann-Whitney tests"}.get(self.method,
+                "Mann-Whitney": "interval of the Mann-Whitney tests",
+                "exact Poisson": "exact Poisson interval"}.get(self.method,
                                                                            self.method)
         return (f"{self.level * 100:.0f} % {kind} over {self.n} "
                 f"{'paired ' if self.paired else ''}{self.counted}")
@@ -290,6 +296,28 @@ def rank_ratio_interval(other: Sequence[float] | np.ndarray,
     upper = bound(lambda r: p_below(r) >= alpha, rising=True) - 1
     return Interval(estimate, min(lower, estimate), max(upper, estimate), n, "Mann-Whitney",
                     level)
+
+
+def poisson_ratio_interval(count: int, exposure: float, base_count: int, base_exposure: float,
+                           level: float = CONFIDENCE) -> Interval:
+    """The ratio of two event rates, (count / exposure) / (base_count / base_exposure), with
+    its exact conditional interval: given the total, `count` is binomial with p = the first
+    rate's share of it, so the Clopper-Pearson interval of p maps to the ratio
+    p / (1 - p) x base_exposure / exposure (F1's queue symptoms: SYNs dropped in a tuned
+    step against the untuned failing step's, counts where 3 against 1 and 73 against 0 are
+    both possible). The estimate is 0 without `count`, the upper bound unbounded without
+    `base_count`; `n` is the events counted (at least 2: a count is its own spread)."""
+    total = count + base_count
+    if total == 0:
+        raise ValueError("no events counted: no rate to compare")
+    ci = stats.binomtest(count, total).proportion_ci(confidence_level=level, method="exact")
+
+    def ratio(share: float) -> float:
+        return math.inf if share >= 1 else share / (1 - share) * base_exposure / exposure
+
+    estimate = ratio(count / total)
+    return Interval(estimate, ratio(ci.low), ratio(ci.high), max(total, 2), "exact Poisson",
+                    level, counted="events counted")
 
 
 def _critical(method: str, n: int, level: float) -> float:

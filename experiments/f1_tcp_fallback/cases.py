@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from analysis import synthetic
-from analysis.claim import ABSENT, PRESENT, REVERSED, UNMET, UNMET_SETTING
+from analysis.claim import ABSENT, PRESENT, REVERSED, STRADDLES, UNMET, UNMET_SETTING
 from experiments.f1_tcp_fallback import fixtures as f1_fx
 
 # --- builders: root -> run folder ---------------------------------------------------------------
@@ -199,7 +199,13 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                       after_kw={"search": searched(4400, 4350)})),
     ("F1.not-cpu-bound", UNMET_SETTING, f1(after_kw={"search": FOUND_NOTHING},
                                            tuned_kw={"search": FOUND_NOTHING})),
-    ("F1.queue-symptoms", PRESENT, f1()),
+    # 40 SYNs dropped in the untuned failing step, none in ten tuned steps: [0, 0.01]x
+    ("F1.queue-symptoms", PRESENT, f1(after_kw={"fail_drops": 40})),
+    # de49's counts: 3 dropped where the untuned stair failed, 1 in each tuned step above it:
+    # 0.33x [0.03, 2.9], across 0.10x; and the seed's 5 against none in ten steps: [0, 0.11]
+    ("F1.queue-symptoms", STRADDLES, f1(after_kw={"fail_drops": 3}, tuned_kw={
+        "overflows": {float(r): 1 for r in range(4000, 6001, 200)}})),
+    ("F1.queue-symptoms", STRADDLES, f1()),
     ("F1.queue-symptoms", ABSENT, f1(after_kw={"fail_drops": 0})),  # failed for another cause
     ("F1.queue-symptoms", ABSENT, f1(tuned_kw={"overflows": {float(r): 5 for r in
                                                              range(4000, 6001, 200)}})),

@@ -36,13 +36,16 @@ from analysis.claim import (
     MACHINE,
     SETTING,
     TWO_SIDED,
+    Judged,
     Verdict,
     claim,
+    decide,
     not_applicable,
     require,
 )
 from analysis.derived import GENERATOR_BOUND_SHARE, Stair, require_below_ceiling, stair
 from analysis.rundata import Cell, Run
+from analysis.stats import poisson_ratio_interval
 from dnslab.errors import LabError
 from dnslab.servers.manifest import ManifestError, kind_version
 from dnslab.topology import canonical
@@ -444,15 +447,21 @@ def test_not_cpu_bound(run: Run, verdict: Verdict, max_cpu: float, cpu_bound: fl
     tolerance="records=after: the untuned stair's first failing step above its capacity "
               "shows SYN drops at LISTEN (listen-queue overflows) or UDP receive-buffer "
               "errors; the tuned stair's passing steps at or above that rate show at most "
-              "{max_share:.0%} of them per step",
+              "{max_share:.0%} of them per step (the ratio's exact Poisson interval below it; "
+              "across it: inconclusive)",
     precondition="the counters recorded per step (listen overflows / drops, receive-buffer "
                  "errors, in the server's namespace); the untuned stair failed a step above "
                  "its capacity and the tuned stair passed at least one step at or above it",
     fails_when="the untuned server failed with no queue symptom (another limit), or the tuned "
                "one shows them as much where it held the load",
     limits={"max_share": 0.10},
+    interval=True,
 )
 def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
+    """Counts, not measurements with a spread: a failing step's 3 dropped SYNs against one in
+    two tuned steps (de49) and 73 against none in six (d008) came from the same server a day
+    apart, so the tuned rate per step over the untuned step's is judged with the exact
+    interval of a ratio of two counts, and a handful of drops is inconclusive."""
     stair_condition(run, verdict)
     untuned_cell, tuned_cell = _cells(run, ("after", "untuned"), ("after", "tuned"))
     untuned, tuned = stair(untuned_cell), stair(tuned_cell)
@@ -480,6 +489,7 @@ def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
     per_step = {k: sum(c[k] for c in counted if c) / len(counted) for k in seen}
     before_total = sum(seen.values())
     after_total = sum(per_step.values())
+    after_count = sum(sum(c.values()) for c in counted if c)
     verdict.measured = (f"{untuned_cell.params.get('server')} untuned at {rate:,.0f} qps: "
                         f"{seen['syn_drops']:,} SYN drops, {seen['rcvbuf_errors']:,} receive-"
                         f"buffer errors; tuned, {len(counted)} step(s) held at "
@@ -490,8 +500,14 @@ def test_queue_symptoms(run: Run, verdict: Verdict, max_share: float) -> None:
                       f"rcvbuf errors at {rate:,.0f} qps; tuned {after_total:,.1f}/step")
     assert before_total > 0, (f"the untuned server failed at {rate:,.0f} qps with no queue "
                               "symptom: another limit than the seed's")
-    assert after_total <= max_share * before_total, (
-        "the tuned server shows the queue symptoms where it held the load")
+    figure = Judged("tuned symptoms per step / the untuned failing step's",
+                    poisson_ratio_interval(after_count, len(counted), before_total, 1),
+                    high=max_share, unit="x")
+    verdict.measured += f" ({figure.value()})"
+    verdict.phrase = (f"untuned {seen['syn_drops']:,} SYN drops + {seen['rcvbuf_errors']:,} "
+                      f"rcvbuf errors at {rate:,.0f} qps; tuned {after_total:,.1f}/step, "
+                      f"{figure.value()}")
+    decide(verdict, figure)
 
 
 def _full_answer_server(run: Run) -> str:

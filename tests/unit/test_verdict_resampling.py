@@ -24,6 +24,7 @@ import pytest
 from analysis.claim import JUDGED, ONE_MEASUREMENT
 from analysis.compare import agreement
 from analysis.rundata import load_run
+from analysis.stats import WITHIN_ONE_RUN
 from analysis.synthetic import repetition_units, resample
 from analysis.verdicts import evaluate
 from dnslab.findings import all_findings
@@ -65,8 +66,10 @@ def statuses_over_resamples(build: Callable[[Path], Path], root: Path, count: in
     judged = verdicts(kept)
     seen = {c: [v["status"]] for c, v in judged.items()}
     if not repetition_units(kept):  # nothing to draw again: every figure one measurement
-        assert all(v["basis"] == ONE_MEASUREMENT for v in judged.values()
-                   if v["status"] in JUDGED), {c: v["basis"] for c, v in judged.items()}
+        assert all(v["basis"] == ONE_MEASUREMENT or v["intervals"] and all(
+            i["method"] in WITHIN_ONE_RUN for i in v["intervals"])
+            for v in judged.values() if v["status"] in JUDGED), {
+            c: v["basis"] for c, v in judged.items()}
         return seen
     rng = np.random.default_rng(seed)
     for k in range(count):
