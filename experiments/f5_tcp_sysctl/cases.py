@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.claim import ABSENT, PRESENT, REVERSED, STRADDLES, UNMET, UNMET_SETTING
+from analysis.claim import ABSENT, PRESENT, REVERSED, STRADDLES, UNMET, UNMET_MACHINE, UNMET_SETTING
 from experiments.f5_tcp_sysctl import fixtures as f5_fx
 
 # --- builders: root -> run folder ---------------------------------------------------------------
@@ -76,6 +76,14 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
                                                     lost_gain={"diiner": 0.02})),
     ("F5.abort-on-overflow", PRESENT, f5(gain={"diiner": 1.08}, resets=40)),
     ("F5.abort-on-overflow", UNMET_SETTING, f5(gain={"diiner": 1.0}, resets=0)),
+    # none reset and the client retried SYNs only (7a7b's kind: no data resent, nothing reset):
+    # no handshake completed into a full queue on this network, the machine's; data resent
+    # says some did, and a setting could make more
+    ("F5.abort-on-overflow", UNMET_MACHINE, f5(gain={"diiner": 1.0}, resets=0, client=(20, 0))),
+    ("F5.abort-on-overflow", UNMET_SETTING, f5(gain={"diiner": 1.0}, resets=0, client=(20, 3))),
+    ("F5.abort-on-overflow.lost", UNMET_MACHINE, f5(gain={"diiner": 1.08}, resets=0,
+                                                    client=(20, 0),
+                                                    lost_gain={"diiner": 0.02})),
     ("F5.abort-on-overflow.latency", UNMET_SETTING, f5(gain={"diiner": 1.08}, trials=20,
                                                        resets=0,
                                                        latency_gain={"diiner": 0.95})),
@@ -85,6 +93,11 @@ CLAIM_CASES: list[tuple[str, str, Callable[[Path], Path]]] = [
     # a loss load (0.5 s timeout, under the 1 s SYN retry) where the default still lost
     # next to nothing: no overflowed handshake to remove
     ("F5.abort-on-overflow.lost", UNMET_SETTING, f5(gain={"diiner": 1.08},
+                                                    lost_gain={"default": 0.001,
+                                                               "diiner": 0.0})),
+    # the same with the client counters of a run that counts them but not EmbryonicRsts:
+    # every overflow a retried SYN, so nothing could strand a query here
+    ("F5.abort-on-overflow.lost", UNMET_MACHINE, f5(gain={"diiner": 1.08}, client=(20, 0),
                                                     lost_gain={"default": 0.001,
                                                                "diiner": 0.0})),
     # run 188a's load: a 2 s timeout outlasts the SYN retry, so queries on an overflowed

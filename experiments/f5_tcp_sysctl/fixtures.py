@@ -28,7 +28,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    lost_gain: dict[str, float] | None = None, spread: float = 0.01,
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
                    ceiling_first_share: float = 1.0, timeout_s: float = 0.5,
-                   trial_s: int = 30, resets: int | None = None, **kwargs: Any) -> Path:
+                   trial_s: int = 30, resets: int | None = None,
+                   client: tuple[int, int] | None = None, **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
     every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
@@ -45,7 +46,9 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     procedure), shaped by `latency_histogram`. `timeout_s`: dnsperf's (the experiment's
     default 0.5 s, under the 1 s SYN retry); `trial_s`: each trial's length. `resets`: the
     trials count EmbryonicRsts (`embryonic_rsts`), this many in each trial of a profile that
-    turns tcp_abort_on_overflow on at 100 % load (None: a run before the column)."""
+    turns tcp_abort_on_overflow on at 100 % load (None: a run before the column). `client`:
+    the generator's counters, (SYNs retried, data segments resent) in every profile's trial at
+    100 % load, none reset (None: a run before them)."""
     rng = np.random.default_rng(seed)
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
                  "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
@@ -73,6 +76,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
         cells.append(CellData({"phase": "ceiling"}, figures,
                               csv={"ceiling.csv": (CEILING_COLUMNS, rows)}))
     columns = (TRIAL_COLUMNS[:-1] + (["embryonic_rsts"] if resets is not None else [])
+               + (["client_syn_retrans", "client_retrans_segs", "client_estab_resets"]
+                  if client is not None else [])
                + TRIAL_COLUMNS[-1:])  # the latency file last, as rows keep it
     for profile in ["default", *gain]:
         rows = []
@@ -94,7 +99,9 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                              int(lost), round(latency, 3),
                              overflows if profile == "default" and load == 100 else 0]
                             + ([resets if aborts == "1" and load == 100 else 0]
-                               if resets is not None else []) + [name])
+                               if resets is not None else [])
+                            + ([*((client[0], client[0] + client[1]) if load == 100
+                                  else (0, 0)), 0] if client is not None else []) + [name])
                 if name:
                     files[name] = latency_histogram(latency, load, rng)
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
