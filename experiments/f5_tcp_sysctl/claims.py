@@ -137,7 +137,7 @@ def syn_drops_only(trials: pd.DataFrame) -> bool:
 
 # where the counters show that no handshake completed into a full queue, the kernel's SYN
 # drop and veth's round trip of microseconds are why: a setting of the lab's did not change
-# it (50 and 500 clients, one query per connection: F5 NOTES, runs d01d, 3bc6, 7a7b)
+# it (50 and 500 clients, one query per connection: F5 NOTES, runs ed72, 7a7b, 3bc6)
 NO_STRANDED_HANDSHAKE = ("a network where a handshake can complete into a full accept queue "
                          "(a round trip longer than veth's microseconds: generator and server "
                          "on two machines over a NIC); here every overflow dropped a SYN at 50 "
