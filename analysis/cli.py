@@ -20,7 +20,8 @@ from rich.table import Table
 
 from dnslab import paths
 from dnslab.errors import LabError
-from dnslab.probes import changed_settings, changed_text, counts_as_full
+from dnslab.probes import changed_settings, changed_text
+from dnslab.results import is_full_scale
 from dnslab.results import peek_meta as results_meta
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -97,14 +98,13 @@ def runs_cmd(
     # analysed run, full scale where there is one, or, where that run lacked the claim's
     # cells, the newest full run that judged it
     # a full-scale probe of other settings (QUERIES_PER_CONN=1) is listed, not counted
-    probes = {row["path"]: changed_settings(results / row["path"],
-                                            results_meta(results / row["path"]))
-              for row in rows if row["verdicts"] and row["complete"]}
+    counted = [row for row in rows if row["verdicts"] and row["complete"]]
+    metas = {row["path"]: results_meta(results / row["path"]) for row in counted}
+    full_scale = {path for path, meta in metas.items() if is_full_scale(meta)}
+    probes = {path: changed_settings(results / path, metas[path]) for path in full_scale}
     evidence = index.latest_evidence(
-        (row["experiment"], counts_as_full(results / row["path"],
-                                           results_meta(results / row["path"])),
-         row["path"], row["verdicts"])
-        for row in reversed(rows) if row["verdicts"] and row["complete"])  # oldest first
+        (row["experiment"], row["path"] in full_scale and not probes[row["path"]], row["path"],
+         row["verdicts"]) for row in reversed(counted))  # oldest first
     totals = index.census(v for v, _ in evidence)
     if totals:
         out.print("census of each claim's latest evidence: its experiment's newest run, full "

@@ -63,8 +63,8 @@ def _planned(spec: experiment_spec.ExperimentSpec) -> dict[str, Any]:
             params = experiment_spec.resolve_params(spec, step.overrides, None)
         except LabError:
             continue
-        planned |= {experiment_spec.parameter_key(k, params): params[
-            experiment_spec.parameter_key(k, params)] for k in step.overrides}
+        keys = (experiment_spec.parameter_key(k, params) for k in step.overrides)
+        planned |= {key: params[key] for key in keys}
     return planned
 
 
