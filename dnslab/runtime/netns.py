@@ -201,7 +201,8 @@ class NetnsRuntime(Runtime):
 
     def note_roots(self, topology: Topology, state: LabState) -> None:
         """Note in the state the root file system each node runs from on its host (made or
-        not yet: a held node's is made when it starts), so every command in it runs there."""
+        not yet: a held node's is made when it starts or a command first runs in it), so every
+        command in it runs there."""
         for name, info in state.nodes.items():
             found = node_root(topology.node(name), state.host(name))
             if found is not None:
@@ -330,6 +331,10 @@ class NetnsRuntime(Runtime):
     def node_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         info = state.nodes[node]
         if info.rootfs:  # the node's software is its root file system's
+            if not Path(info.rootfs).is_dir():
+                # a held node's root is made when it starts, but a command may come first (a
+                # run's ceiling puts `dnsload serve` in a held server's namespace)
+                self.make_root(state, node)
             argv = chroot_argv(Path(info.rootfs), info.mounts, argv)
         return cpus.taskset_argv(info.cpu_set,
                                  ["ip", "netns", "exec", Path(info.netns).name, *argv])
