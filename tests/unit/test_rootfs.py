@@ -258,14 +258,23 @@ def test_the_chroot_gets_the_containers_binds(mobile, mobile_state):
     assert script.splitlines()[-1] == f'exec chroot "$R" sh {mobile.node_dir("sec-bind916")}/run.sh'
 
 
-def test_every_command_in_a_rooted_node_runs_in_its_root(mobile, mobile_state):
+def test_every_command_in_a_rooted_node_runs_in_its_root(mobile, mobile_state, tmp_path,
+                                                         monkeypatch):
     state = copy.deepcopy(mobile_state)
     client = state.nodes["client"]
     client.netns = "/run/netns/dnslab-mobile-client"
     argv = ["dnsperf", "-s", "198.18.0.11", "-d", "/tmp/q file"]
     assert NetnsRuntime().node_argv(state, "client", argv)[-len(argv):] == argv  # the host's
-    client.rootfs = "/build/rootfs/trixie-0123"
+    # a held node's root not made yet is made before the first command runs in it
+    made = []
+    monkeypatch.setattr(NetnsRuntime, "make_root",
+                        lambda self, st, node: made.append(node) or Path(client.rootfs))
+    client.rootfs = str(tmp_path / "trixie-0123")
+    NetnsRuntime().node_argv(state, "client", argv)
+    assert made == ["client"]
+    (tmp_path / "trixie-0123").mkdir()
     wrapped = NetnsRuntime().node_argv(state, "client", argv)
+    assert made == ["client"]  # made once: there now
     assert wrapped[:4] == ["ip", "netns", "exec", "dnslab-mobile-client"]
     assert wrapped[4:6] == ["unshare", "--mount"]
     assert wrapped[-1].splitlines()[-1] == (
