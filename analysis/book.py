@@ -123,7 +123,7 @@ def newest_runs(root: Path) -> list[Path]:
     """The newest complete run of each experiment under a results root: its newest
     full-scale one on the experiment file's own settings where it has one (a SCALE=ci run made
     after it checks the lab and measures nothing a speaker shows; a probe that changed a
-    setting, `experiment_spec.changed_settings`, asked another question), else its newest."""
+    setting, `dnslab.probes`, asked another question), else its newest."""
     complete = []
     for folder in results.run_dirs(root):  # oldest first: run ids sort by time
         meta = results.peek_meta(folder)

@@ -55,7 +55,7 @@ class ExperimentSpec:
     across_hosts: bool = False
     # parameters that only choose what runs (which servers, profiles, cells; on which CPUs),
     # not how it is measured (`selectors:`): a run that sets any other away from the file's
-    # value at its scale is a probe of other settings (`changed_settings`)
+    # value at its scale is a probe of other settings (dnslab/probes.py)
     selectors: list[str] = field(default_factory=list)
 
     @property

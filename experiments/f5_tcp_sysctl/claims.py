@@ -109,15 +109,22 @@ def _trials(cells: list[Cell]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _client_totals(trials: pd.DataFrame) -> dict[str, int] | None:
+    """The generator's counters summed over `trials` (None for runs before them)."""
+    if "client_syn_retrans" not in trials:
+        return None
+    return {c: int(pd.to_numeric(trials[c], errors="coerce").fillna(0).sum())
+            for c in ("client_syn_retrans", "client_retrans_segs", "client_estab_resets")}
+
+
 def client_side(trials: pd.DataFrame) -> str:
     """What the generator's TCP saw over `trials` (runs with the client counters): SYNs it
     retried (dropped at a full queue), data segments it resent (a query whose handshake's last
     ACK met the full queue waits for the client's retransmission) and connections reset under
     it (what tcp_abort_on_overflow=1 does to such a handshake); "" for runs before them."""
-    if "client_syn_retrans" not in trials:
+    total = _client_totals(trials)
+    if total is None:
         return ""
-    total = {c: int(pd.to_numeric(trials[c], errors="coerce").fillna(0).sum())
-             for c in ("client_syn_retrans", "client_retrans_segs", "client_estab_resets")}
     data = max(total["client_retrans_segs"] - total["client_syn_retrans"], 0)
     return (f"; the client retried {total['client_syn_retrans']:,} SYNs, resent {data:,} data "
             f"segments and had {total['client_estab_resets']:,} connections reset")
@@ -127,10 +134,9 @@ def syn_drops_only(trials: pd.DataFrame) -> bool:
     """Whether the generator's counters say every overflow over `trials` dropped a SYN: SYNs
     retried, no data segment resent and no connection reset, so no handshake completed into
     a full accept queue (False for runs before the client counters)."""
-    if "client_syn_retrans" not in trials:
+    total = _client_totals(trials)
+    if total is None:
         return False
-    total = {c: int(pd.to_numeric(trials[c], errors="coerce").fillna(0).sum())
-             for c in ("client_syn_retrans", "client_retrans_segs", "client_estab_resets")}
     return (total["client_syn_retrans"] > 0 and total["client_estab_resets"] == 0
             and total["client_retrans_segs"] <= total["client_syn_retrans"])
 
