@@ -4,7 +4,10 @@
 Counters, as a node's network namespace sees them:
 - `parse_snmp(text)`: the header/value line pairs of /proc/net/snmp and /proc/net/netstat
   -> {table: {key: value}} (tables `Ip`, `Tcp`, `Udp`, `TcpExt`, ...);
-- `tables_in(netns)`: both files' tables read inside a namespace;
+- `tables_in(netns)`: both files' tables read inside a namespace, with `Links` (drops on the
+  namespace's interfaces, /proc/net/dev) and `Kernel` (host-wide drops before any socket:
+  the per-CPU backlog of /proc/net/softnet_stat, ARP's unresolved discards): where a
+  datagram sent inside the lab and never received went;
 - `sample_counters()` / `sample_in(netns)`: the monitor's counter columns (UDP errors, TCP
   opens, retransmissions, listen-queue drops, sockets by state, TIME_WAIT).
 
@@ -45,13 +48,55 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
 
 
 def read_tables(proc_net: Path = PROC_NET) -> dict[str, dict[str, int]]:
-    """The tables of snmp and netstat under `proc_net` (netstat's only when it exists)."""
+    """The tables of snmp and netstat under `proc_net` (netstat's only when it exists), and
+    the drop counters `Links` and `Kernel` (those whose files exist)."""
     tables = parse_snmp((proc_net / "snmp").read_text())
     try:
         tables.update(parse_snmp((proc_net / "netstat").read_text()))
     except FileNotFoundError:
         pass
+    try:
+        tables["Links"] = link_drops((proc_net / "dev").read_text())
+    except FileNotFoundError:
+        pass
+    kernel = {}
+    try:
+        kernel["BacklogDrops"] = backlog_drops((proc_net / "softnet_stat").read_text())
+        kernel["ArpUnresolvedDiscards"] = arp_unresolved_discards(
+            (proc_net / "stat" / "arp_cache").read_text())
+    except FileNotFoundError:
+        pass
+    if kernel:
+        tables["Kernel"] = kernel
     return tables
+
+
+def link_drops(dev: str) -> dict[str, int]:
+    """Packets dropped on every interface but loopback (/proc/net/dev's `drop` columns). A
+    veth counts what its peer could not pass on as its own transmit drop and as the peer's
+    receive drop."""
+    rx = tx = 0
+    for line in dev.splitlines()[2:]:
+        name, _, fields = line.partition(":")
+        if name.strip() == "lo" or not fields.split():
+            continue
+        values = fields.split()
+        rx, tx = rx + int(values[3]), tx + int(values[11])
+    return {"RxDrop": rx, "TxDrop": tx}
+
+
+def backlog_drops(softnet_stat: str) -> int:
+    """Packets dropped because a CPU's input backlog was full (netdev_max_backlog), summed
+    over CPUs: host-wide, whatever namespace reads it."""
+    return sum(int(line.split()[1], 16) for line in softnet_stat.splitlines() if line.split())
+
+
+def arp_unresolved_discards(arp_cache: str) -> int:
+    """Packets discarded while their next hop's address was being resolved (the neighbour
+    queue was full or resolution failed), summed over CPUs: host-wide."""
+    lines = arp_cache.splitlines()
+    column = lines[0].split().index("unresolved_discards")
+    return sum(int(line.split()[column], 16) for line in lines[1:] if line.split())
 
 
 def tables_in(netns: str) -> dict[str, dict[str, int]]:

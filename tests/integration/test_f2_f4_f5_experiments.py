@@ -145,7 +145,12 @@ def test_resolver_cache_cold_warm_and_no_packet_leaves_the_lab(results, runtime)
     served = (run.path / "cells" / "phase=ceiling" / "dnsload" / "serve.jsonl").read_text()
     assert '"serve_total"' in served
     for cell_id, fig in figures.items():
-        assert fig["leak_datagrams"] == 0, cell_id
+        # what the UDP accounting leaves unexplained once drops inside the lab (a full input
+        # backlog, a link) are counted: nothing; the drops themselves are listed
+        leak = json.loads((run.path / "cells" / cell_id / "leak.json").read_text())
+        assert set(leak["dropped_inside"]) == {"resolver_link_tx", "receivers_link_rx",
+                                               "kernel_backlog", "kernel_arp_unresolved"}
+        assert fig["unaccounted_datagrams"] >= fig["leak_datagrams"] == 0, (cell_id, leak)
         assert fig["outside_lab_packets"] == 0, cell_id
         assert fig["routes"] and all(r.startswith("198.18.0.0/24 ") for r in fig["routes"])
     # the cold cells did resolve through the lab's servers: upstream queries were sent

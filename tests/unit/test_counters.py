@@ -86,3 +86,33 @@ def test_peak_growth_and_rate_over_a_window():
     assert counters.peak_rate(t, opened, window_s=1) == 49  # 3 -> 4
     assert counters.peak_growth(t, opened, window_s=60) == 81  # the whole series
     assert counters.peak_growth([], [], window_s=10) == 0.0
+
+
+DEV = """Inter-|   Receive  |  Transmit
+ face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop ...
+    lo: 100  2 0 9 0 0 0 0  100  2 0 9 0 0 0 0
+  eth1: 5000 40 0 3 0 0 0 0 7000 50 0 1 0 0 0 0
+  eth2: 5000 40 0 2 0 0 0 0 7000 50 0 4 0 0 0 0
+"""
+SOFTNET = """00000010 00000002 00000000
+00000020 0000000a 00000000
+"""
+ARP_CACHE = """entries  allocs destroys unresolved_discards table_fulls
+00000003 00000001 00000000 00000004 00000000
+00000003 00000001 00000000 00000001 00000000
+"""
+
+
+def test_drops_inside_the_lab_are_read_with_the_tables(tmp_path):
+    """Where a datagram sent and never received went: interface drops (loopback's left out),
+    the CPUs' full input backlogs and ARP's discards, each summed (hexadecimal per CPU)."""
+    (tmp_path / "snmp").write_text(SNMP)
+    (tmp_path / "dev").write_text(DEV)
+    (tmp_path / "softnet_stat").write_text(SOFTNET)
+    (tmp_path / "stat").mkdir()
+    (tmp_path / "stat" / "arp_cache").write_text(ARP_CACHE)
+    tables = counters.read_tables(tmp_path)
+    assert tables["Links"] == {"RxDrop": 5, "TxDrop": 5}
+    assert tables["Kernel"] == {"BacklogDrops": 12, "ArpUnresolvedDiscards": 5}
+    (tmp_path / "dev").unlink()
+    assert "Links" not in counters.read_tables(tmp_path)
