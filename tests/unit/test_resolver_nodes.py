@@ -238,3 +238,71 @@ def test_a_verdict_names_a_resolver_other_than_the_seeds():
                                                       for c in said[None])
     assert said["kresd"][0] == "kresd as the resolver (seed: Unbound)"
     assert said["kresd"][1].startswith("kresd on 1") and said[None][0].startswith("Unbound on 1")
+
+
+class _CountingLab:
+    """A lab whose nodes' counters are given, read in turn (each read one snapshot)."""
+
+    def __init__(self, snapshots: list[dict[str, dict[str, dict[str, int]]]], rules: str):
+        from types import SimpleNamespace
+
+        self.snapshots, self.rules = list(snapshots), rules
+        self.state = SimpleNamespace(nodes={n: SimpleNamespace(host="local")
+                                            for n in snapshots[0]})
+
+    def tables_of(self, nodes):
+        return self.snapshots[0] if len(self.snapshots) == 1 else self.snapshots.pop(0)
+
+    def run(self, node, argv):
+        from types import SimpleNamespace
+
+        out = self.rules if "iptables" in argv else "198.18.0.0/24 dev eth1"
+        return SimpleNamespace(stdout=out)
+
+
+def _node(out=0, delivered=0, segs=0, read=0, backlog=0, rx_drop=0):
+    return {"Udp": {"OutDatagrams": out, "InDatagrams": read},
+            "Ip": {"InDelivers": delivered}, "Tcp": {"InSegs": segs}, "Icmp": {"InMsgs": 0},
+            "Links": {"RxDrop": rx_drop, "TxDrop": 0},
+            "Kernel": {"BacklogDrops": backlog, "ArpUnresolvedDiscards": 0}}
+
+
+@pytest.mark.parametrize("case, client_after, backlog, leaked", [
+    # the client's program read 9 of the 10 answers that reached it: nothing left the lab
+    ("an answer left unread at close", _node(delivered=10, read=9), 0, 0),
+    # one answer never reached the client, and a CPU's input backlog dropped one (a count
+    # every namespace of the host reads alike): explained
+    ("a drop in the backlog", _node(delivered=9, read=9, backlog=1), 1, 0),
+    # one never reached the client and nothing inside the lab dropped it: a leak
+    ("a datagram gone", _node(delivered=9, read=9), 0, 1),
+    # TCP segments the client got are not UDP datagrams it received
+    ("TCP segments are no datagrams", _node(delivered=14, segs=5, read=9), 0, 1),
+])
+def test_the_leak_check_counts_arrivals_and_drops_inside_the_lab(case, client_after, backlog,
+                                                                  leaked, tmp_path):
+    from types import SimpleNamespace
+
+    from experiments.f4_resolver_cache.resolver import LeakCheck
+
+    nodes = ResolverNodes(resolver="resolver", client="client",
+                          tiers={"root": "root", "sld-broken": "broken"})
+    before = {"resolver": _node(), "client": _node(), "root": _node(), "broken": _node()}
+    after = {"resolver": _node(out=15, backlog=backlog), "client": client_after,
+             "root": _node(delivered=3, read=3, backlog=backlog),
+             "broken": _node(delivered=2, read=2, backlog=backlog)}
+    rules = "    0     0 all  --  *  !lo  0.0.0.0/0  !198.18.0.0/24  /* dnslab-leak */\n"
+    # two equal reads make a quiet lab: before, then after
+    check = object.__new__(LeakCheck)
+    check.lab, check.nodes = _CountingLab([before, before, after, after], rules), nodes
+    check.before = check._quiet()
+    figures = check.finish(SimpleNamespace(path=tmp_path))
+    assert figures["leak_datagrams"] == leaked, case
+    assert figures["outside_lab_packets"] == 0 and figures["broken_tier_datagrams"] == 2
+    assert json_unaccounted(tmp_path) == 15 - (after["client"]["Ip"]["InDelivers"]
+                                               - after["client"]["Tcp"]["InSegs"]) - 5
+
+
+def json_unaccounted(folder: Path) -> int:
+    import json
+
+    return json.loads((folder / "leak.json").read_text())["unaccounted_datagrams"]
