@@ -13,13 +13,14 @@ through the same VXLAN path, and `server_cores` (what the claims judge) counts t
 host's CPUs. The placement is in meta.json and in every cell.
 
 Generators (GENERATOR):
-- `kxdpgun` (default): Knot's XDP generator, an open-loop flood at FLOOD_QPS from the XDP
-  socket of the client's eth1, one sending thread on the first generator CPU; every query
-  from its own source port (the seed's 1,000 workers spread the flood over many sockets,
-  which is what lets reusePort listeners share it). It sends at its rate whatever the server
-  does; answers are counted as they come back.
-- `dnsperf`: the closed-loop tool of the seed's era (`-c CLIENTS` sockets, `-T THREADS`,
-  `-q OUTSTANDING`): its rate follows the answers.
+- `dnsperf` (default): closed loop, as the seed's own tool was (1,000 workers, each waiting
+  for its answer): `-c CLIENTS` sockets, `-T THREADS`, `-q OUTSTANDING`; its rate follows
+  the answers, so its failures are queries dnsdist lost, the seed's "failed".
+- `kxdpgun`: Knot's XDP generator, an open-loop flood at FLOOD_QPS from the XDP socket of
+  the client's eth1, one sending thread on the first generator CPU; every query from its own
+  source port (spread over many sockets, as the seed's workers were, which lets reusePort
+  listeners share it). It sends at its rate whatever the server does; answers are counted
+  as they come back, and what dnsdist cannot take counts as failed.
 
 Cells (one lab each, in this order), `params.variant`:
 - `variant=ceiling`: the same generator command against `sink` (NSD, response rate limiting

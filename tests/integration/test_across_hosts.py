@@ -265,7 +265,7 @@ def test_dnsdist_listeners_with_the_flood_from_host_b(
     """kxdpgun floods from the client on host b over the VXLAN; dnsdist and the sink (the
     ceiling's target, the same path) on host a; the claims count host a's one core."""
     monkeypatch.setattr(paths, "RESULTS", hosts_results)
-    run = across_hosts_run(inventory, "dnsdist-listeners", [])
+    run = across_hosts_run(inventory, "dnsdist-listeners", ["GENERATOR=kxdpgun"])
     meta = read_meta(run.path)
     server_cpus = meta["placement"]["server_cpus"]
     figures = cell_figures(run)

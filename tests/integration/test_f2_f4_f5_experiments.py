@@ -26,10 +26,10 @@ def rows(path) -> list[dict[str, str]]:
 
 
 def test_dnsdist_refuses_the_flood_in_every_variant(results, runtime):
-    """The default open-loop flood (kxdpgun over XDP from the client's own core), dnsdist and
+    """The open-loop flood (GENERATOR=kxdpgun: XDP from the client's own core), dnsdist and
     the sink on the other core(s): every answer is REFUSED, the daemons run where the
     placement put them, and each trial keeps its CPU figures."""
-    run = run_once("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}"])
+    run = run_once("dnsdist-listeners", ["SCALE=ci", f"RUNTIME={runtime}", "GENERATOR=kxdpgun"])
     analysed(run)
     figures = cell_figures(run)
     meta = read_meta(run.path)
@@ -66,7 +66,7 @@ def test_dnsdist_refuses_the_flood_in_every_variant(results, runtime):
 
 
 def test_dnsdist_with_dnsperf_and_shared_cores(results):
-    """GENERATOR=dnsperf (closed loop, the seed's 1,000 sockets) and SHARE_CORES=1: both sides
+    """dnsperf, the default (closed loop, the seed's 1,000 workers), and SHARE_CORES=1: both sides
     on every core, and the run says so."""
     run = experiment.run_experiment("dnsdist-listeners", [
         "SCALE=ci", "RUNTIME=netns", "GENERATOR=dnsperf", "SHARE_CORES=1",
