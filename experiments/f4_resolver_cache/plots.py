@@ -136,9 +136,10 @@ SEED_LOW, SEED_HIGH = 2.3, 4.2  # seed: warm/cold 1,463/630 (-q 200) .. 1,204/29
 
 
 def wan_marks(run: Run) -> list[latency.Mark]:
-    """The emulated internet's round trips (the run's WAN parameter, per tier): one to a
-    second-level server, and root + TLD + SLD, a name whose TLD the resolver has not cached."""
-    wan = run.params.get("wan") or {}
+    """The emulated internet's round trips, per tier, as the cells ran them (the calibrated
+    shapes, meta.json `wan_calibrated`, else the WAN parameter): one to a second-level
+    server, and root + TLD + SLD, a name whose TLD the resolver has not cached."""
+    wan = (run.meta.get("wan_calibrated") or {}).get("wan") or run.params.get("wan") or {}
 
     def delay(tier: str) -> float:
         return float((wan.get(tier) or {}).get("delay_ms") or 0)

@@ -119,3 +119,21 @@ def test_no_round_meeting_every_target_gives_the_closest_and_says_so() -> None:
               ({"avg_latency_ms": 330.0}, {"latency": True, "slowest": False, "lost": True})]
     # the two that met the latency: 290 ms is nearer the band's middle (306 ms) than 330
     assert calibration.best_round(rounds, TARGETS) == 1
+
+
+def test_the_latency_figures_wan_lines_are_the_calibrated_shapes(tmp_path) -> None:
+    """The cells ran with the calibration's shapes (8f86: SLD 150 ms where the file says
+    40): the latency figure's round-trip lines say those, not the file's."""
+    from analysis.rundata import load_run
+    from experiments.f4_resolver_cache import fixtures, plots
+
+    qps = dict(fixtures.SEED_F4)
+    calibrated = {"root": {"delay_ms": 75.1}, "tld": {"delay_ms": 112.6},
+                  "sld": {"delay_ms": 150.2}}
+    run = load_run(fixtures.resolver_run(tmp_path, qps, meta={"wan_calibrated": {
+        "round": 5, "wan": calibrated}}))
+    assert [m.ms for m in plots.wan_marks(run)] == [150.2, 75.1 + 112.6 + 150.2]
+    uncalibrated = load_run(fixtures.resolver_run(tmp_path / "file", qps))
+    assert [m.ms for m in plots.wan_marks(uncalibrated)] == [
+        float(uncalibrated.params["wan"]["sld"]["delay_ms"]),
+        sum(float(uncalibrated.params["wan"][t]["delay_ms"]) for t in ("root", "tld", "sld"))]
