@@ -98,8 +98,8 @@ def dnsperf_trials(answered: float, failures: float | list[float], trials: int,
 
 def full_scale_runs() -> list[tuple[str, Callable[[Path], Path]]]:
     """Runs of dnsdist-listeners at its full scale's shape (ceiling, untuned, tuned, five
-    trials each), for the figure layout tests: the default kxdpgun flood (the figures of the
-    full run of 2026-11-25) and GENERATOR=dnsperf LATENCY_HISTOGRAM=true."""
+    trials each), for the figure layout tests: the kxdpgun flood (the figures of the full
+    run of 2026-11-25, its default then) and dnsperf with LATENCY_HISTOGRAM=true."""
     return [
         ("dnsdist-listeners, kxdpgun flood", lambda root: dnsdist_run(
             root, untuned=128776, tuned=162950, ceiling=331644, generator="kxdpgun",

@@ -81,8 +81,8 @@ SEED_GAIN = 1.9  # seed: ~220-232k qps with one listener -> 417-445k with 8 reus
       caption="dnsperf's latency histograms (-v) of each variant's trials, pooled: the slowest "
               "share of the queries (x) and how long they took at least (y), both log "
               "(dns-shotgun's way); ceiling: the same command against the sink. Queries "
-              "without an answer count as slower than dnsperf's timeout. kxdpgun, the default "
-              "flood, measures no latency: GENERATOR=dnsperf LATENCY_HISTOGRAM=true.")
+              "without an answer count as slower than dnsperf's timeout: LATENCY_HISTOGRAM=true "
+              "keeps them (off by default); kxdpgun's flood measures no latency.")
 def dnsdist_latency(run: Run, ax: Axes, notes: list[str]) -> list[str]:
     series = []
     for cell in run.cells_where(variant="*"):
@@ -100,8 +100,9 @@ def dnsdist_latency(run: Run, ax: Axes, notes: list[str]) -> list[str]:
             series.append((str(cell.params["variant"]), pooled))
     if not series:
         generator = str(run.params.get("generator") or "?")
-        raise NotApplicable(f"no latency kept ({generator}): GENERATOR=dnsperf "
-                            "LATENCY_HISTOGRAM=true keeps dnsperf's", cause=SETTING)
+        remedy = ("LATENCY_HISTOGRAM=true keeps dnsperf's" if generator == "dnsperf" else
+                  "GENERATOR=dnsperf LATENCY_HISTOGRAM=true keeps dnsperf's")
+        raise NotApplicable(f"no latency kept ({generator}): {remedy}", cause=SETTING)
     timeout = float(run.params.get("timeout_s") or 0) * 1000 or None
     colours = [style.MUTED if label == "ceiling" else colour for (label, _), colour
                in zip(series, style.colors_for([label for label, _ in series]), strict=True)]
