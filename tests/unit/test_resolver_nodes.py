@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -11,7 +13,12 @@ import yaml
 from dnslab import servers, topology
 from dnslab.errors import LabError
 from dnslab.servers.base import merge_options
-from experiments.f4_resolver_cache.resolver import TIERS, ResolverNodes, tier_addresses
+from experiments.f4_resolver_cache.resolver import (
+    TIERS,
+    LeakCheck,
+    ResolverNodes,
+    tier_addresses,
+)
 
 RESOLVER_LAB = Path(__file__).resolve().parents[2] / "topologies" / "resolver.clab.yml"
 
@@ -244,8 +251,6 @@ class _CountingLab:
     """A lab whose nodes' counters are given, read in turn (each read one snapshot)."""
 
     def __init__(self, snapshots: list[dict[str, dict[str, dict[str, int]]]], rules: str):
-        from types import SimpleNamespace
-
         self.snapshots, self.rules = list(snapshots), rules
         self.state = SimpleNamespace(nodes={n: SimpleNamespace(host="local")
                                             for n in snapshots[0]})
@@ -254,8 +259,6 @@ class _CountingLab:
         return self.snapshots[0] if len(self.snapshots) == 1 else self.snapshots.pop(0)
 
     def run(self, node, argv):
-        from types import SimpleNamespace
-
         out = self.rules if "iptables" in argv else "198.18.0.0/24 dev eth1"
         return SimpleNamespace(stdout=out)
 
@@ -280,10 +283,6 @@ def _node(out=0, delivered=0, segs=0, read=0, backlog=0, rx_drop=0):
 ])
 def test_the_leak_check_counts_arrivals_and_drops_inside_the_lab(case, client_after, backlog,
                                                                   leaked, tmp_path):
-    from types import SimpleNamespace
-
-    from experiments.f4_resolver_cache.resolver import LeakCheck
-
     nodes = ResolverNodes(resolver="resolver", client="client",
                           tiers={"root": "root", "sld-broken": "broken"})
     before = {"resolver": _node(), "client": _node(), "root": _node(), "broken": _node()}
@@ -298,11 +297,6 @@ def test_the_leak_check_counts_arrivals_and_drops_inside_the_lab(case, client_af
     figures = check.finish(SimpleNamespace(path=tmp_path))
     assert figures["leak_datagrams"] == leaked, case
     assert figures["outside_lab_packets"] == 0 and figures["broken_tier_datagrams"] == 2
-    assert json_unaccounted(tmp_path) == 15 - (after["client"]["Ip"]["InDelivers"]
-                                               - after["client"]["Tcp"]["InSegs"]) - 5
-
-
-def json_unaccounted(folder: Path) -> int:
-    import json
-
-    return json.loads((folder / "leak.json").read_text())["unaccounted_datagrams"]
+    unaccounted = json.loads((tmp_path / "leak.json").read_text())["unaccounted_datagrams"]
+    assert unaccounted == 15 - (after["client"]["Ip"]["InDelivers"]
+                                - after["client"]["Tcp"]["InSegs"]) - 5
