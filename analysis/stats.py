@@ -413,7 +413,10 @@ def posthoc_vs_control(df: pd.DataFrame, group: str, value: str, control: str,
     """Every other group against `control`: Dunn (Holm) and Tukey HSD p-values, effect sizes.
 
     Columns: `median`, `control_median`, `rel_diff` ((median - control) / control),
-    `cliffs_delta`, `hedges_g`, `dunn_p`, `tukey_p`, `significant` (both tests below alpha).
+    `cliffs_delta`, `hedges_g`, `dunn_p`, `tukey_p`, `significant` (both tests below alpha),
+    and `dunn_p_fdr_tsbky`: Dunn's p with the two-stage FDR correction the DIINER study's own
+    code applied (F5's seed, DNScalc `data.py` `dunns`: `p_adjust='fdr_tsbky'`, read as
+    significant at p <= 0.15), so a claim can quote the study's reading beside the lab's.
     """
     # imported here: claims import this module for its intervals, and these two take a second
     import scikit_posthocs as sp
@@ -425,6 +428,8 @@ def posthoc_vs_control(df: pd.DataFrame, group: str, value: str, control: str,
     constant = clean[value].nunique() <= 1  # both tests divide by the spread: no evidence
     dunn = None if constant else sp.posthoc_dunn(clean, val_col=value, group_col=group,
                                                  p_adjust="holm")
+    dunn_fdr = None if constant else sp.posthoc_dunn(clean, val_col=value, group_col=group,
+                                                     p_adjust="fdr_tsbky")
     tukey_p: dict[tuple[str, str], float] = {}
     if not constant:
         tukey = pairwise_tukeyhsd(clean[value].to_numpy(float),
@@ -447,6 +452,7 @@ def posthoc_vs_control(df: pd.DataFrame, group: str, value: str, control: str,
             "rel_diff": (med - cmed) / cmed if cmed else float("nan"),
             "cliffs_delta": cliffs_delta(values, base), "hedges_g": hedges_g(values, base),
             "dunn_p": dunn_p, "tukey_p": t_p,
+            "dunn_p_fdr_tsbky": 1.0 if dunn_fdr is None else float(dunn_fdr.loc[name, control]),
             "significant": bool(dunn_p < alpha and t_p < alpha),
         })
     return pd.DataFrame(rows).set_index(group) if rows else pd.DataFrame()

@@ -29,7 +29,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                    loads: tuple[int, ...] = (10, 100), histograms: bool = False,
                    ceiling_first_share: float = 1.0, timeout_s: float = 0.5,
                    trial_s: int = 30, resets: int | None = None,
-                   client: tuple[int, int] | None = None, **kwargs: Any) -> Path:
+                   client: tuple[int, int] | None = None, retrans: int | None = None,
+                   under_test: str | None = None, **kwargs: Any) -> Path:
     """Profiles default + `gain` keys (qps factor vs default at 100 % load; the default answers
     `answered_share` of the offered rate there, no profile more than all of it). `capped` makes
     every trial answer its -Q target (the server never saturated). `node_sysctls` replaces the
@@ -48,7 +49,11 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     trials count EmbryonicRsts (`embryonic_rsts`), this many in each trial of a profile that
     turns tcp_abort_on_overflow on at 100 % load (None: a run before the column). `client`:
     the generator's counters, (SYNs retried, data segments resent) in every profile's trial at
-    100 % load, none reset (None: a run before them)."""
+    100 % load, none reset (None: a run before them). `retrans`: the server's RetransSegs in
+    every profile's trial at 100 % load (`retrans_segs`; None: a run without the column).
+    `under_test`: the lab holds a second authoritative node, `auth`, beside the one under test
+    of this name (SERVER=bind: `auth-bind`), whose cells name it (`primary_node`) and whose
+    settings alone are read back."""
     rng = np.random.default_rng(seed)
     sysctl_of = {"tso-win-divisor-1": {"net.ipv4.tcp_tso_win_divisor": "1"},
                  "diiner": {"net.ipv4.tcp_abort_on_overflow": "1"},
@@ -78,6 +83,7 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
     columns = (TRIAL_COLUMNS[:-1] + (["embryonic_rsts"] if resets is not None else [])
                + (["client_syn_retrans", "client_retrans_segs", "client_estab_resets"]
                   if client is not None else [])
+               + (["retrans_segs"] if retrans is not None else [])
                + TRIAL_COLUMNS[-1:])  # the latency file last, as rows keep it
     for profile in ["default", *gain]:
         rows = []
@@ -101,7 +107,9 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                             + ([resets if aborts == "1" and load == 100 else 0]
                                if resets is not None else [])
                             + ([*((client[0], client[0] + client[1]) if load == 100
-                                  else (0, 0)), 0] if client is not None else []) + [name])
+                                  else (0, 0)), 0] if client is not None else [])
+                            + ([retrans if load == 100 else 0] if retrans is not None else [])
+                            + [name])
                 if name:
                     files[name] = latency_histogram(latency, load, rng)
         node = {"auth": {"net.ipv4.tcp_tso_win_divisor": "3", "net.ipv4.tcp_abort_on_overflow":
@@ -111,15 +119,18 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                          "net.core.somaxconn": "4096",
                          "net.ipv4.tcp_max_syn_backlog": "1024", **sysctl_of.get(profile, {})}}
         node = (node_sysctls or {}).get(profile, node)
+        named = {}
+        if under_test:
+            node, named = {under_test: node["auth"]}, {"primary_node": under_test}
         if not per_round:
-            cells.append(CellData({"profile": profile}, {},
+            cells.append(CellData({"profile": profile, **named}, {},
                                   csv={"trials.csv": (columns, rows), **files},
                                   sysctls=node))
             continue
         for trial in range(1, trials + 1):
             mine = [row for row in rows if row[0] == trial]
             kept = {row[-1]: files[row[-1]] for row in mine if row[-1]}
-            cells.append(CellData({"profile": profile, "round": trial}, {},
+            cells.append(CellData({"profile": profile, "round": trial, **named}, {},
                                   csv={"trials.csv": (columns, mine), **kept},
                                   sysctls=node))
     return write_run(root, "tcp-sysctl", cells,
@@ -127,6 +138,8 @@ def tcp_sysctl_run(root: Path, *, gain: dict[str, float], latency_gain: dict[str
                              "timeout_s": timeout_s},
                      topology={"name": "tcp", "file": "tcpauth.clab.yml", "nodes": {
                          "auth": {"role": "primary", "server": "knot"},
+                         **({under_test: {"role": "primary", "server": "bind"}}
+                            if under_test else {}),
                          "client": {"role": "client", "server": "tools"}}}, **kwargs)
 
 

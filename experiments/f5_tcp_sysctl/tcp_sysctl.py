@@ -329,7 +329,7 @@ def trials(run: Run) -> None:
         capacity = float(done["capacity_qps"])
     else:
         with run.cell("phase=capacity", {"phase": "capacity", "server": server,
-                                         "profile": "default"}) as cell:
+                                         "primary_node": node, "profile": "default"}) as cell:
             lab = cell.up(_data(node, client, server, zone, params, {}, placement),
                           hold=others)
             _record_client(cell, lab, client)
@@ -359,8 +359,11 @@ def trials(run: Run) -> None:
             if run.finished(cell_id) is not None:
                 continue
             sysctls, skipped = chosen[profile]
+            # primary_node: the lab holds one node of each kind, so the analysis reads the
+            # settings back from the one under test (Run.node_with_role), not the first
             cell_params = {"profile": profile, "round": rnd, "server": server,
-                           "sysctls": sysctls, "sysctls_skipped_host_wide": skipped,
+                           "primary_node": node, "sysctls": sysctls,
+                           "sysctls_skipped_host_wide": skipped,
                            "capacity_qps": round(capacity, 1), "loads": loads,
                            "placement": placement.as_dict()}
             with run.cell(cell_id, cell_params) as cell:

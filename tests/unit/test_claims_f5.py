@@ -103,3 +103,36 @@ def test_client_side_splits_syn_retries_from_resent_data() -> None:
     assert client_side(trials) == ("; the client retried 7 SYNs, resent 7 data segments and "
                                    "had 2 connections reset")
     assert client_side(pd.DataFrame({"lost": [1]})) == ""
+
+
+def test_data_retransmitted_counts_the_server_and_the_clients_data_only() -> None:
+    """What SACK could act on: the server's RetransSegs (an upper bound: its SYN-ACKs are in
+    it) and the client's resent segments beyond its SYNs; unknown for runs without the
+    server's counter."""
+    from experiments.f5_tcp_sysctl.claims import data_retransmitted
+
+    trials = pd.DataFrame({"retrans_segs": [0, 2], "client_syn_retrans": [29, 25],
+                           "client_retrans_segs": [29, 30], "client_estab_resets": [0, 0]})
+    assert data_retransmitted(trials) == 2 + 5
+    syns_only = trials.assign(retrans_segs=[0, 0], client_retrans_segs=[29, 25])
+    assert data_retransmitted(syns_only) == 0
+    assert data_retransmitted(pd.DataFrame({"lost": [0]})) is None
+
+
+def test_tcp_sack_quotes_the_studys_own_reading_of_its_latency(tmp_path) -> None:
+    """The verdict quotes the post hoc tests of the measure it judges (latency, not qps),
+    with Dunn's under the study's own FDR correction (DNScalc: fdr_tsbky, p <= 0.15)."""
+    from analysis.rundata import load_run
+    from analysis.verdicts import evaluate
+    from experiments.f5_tcp_sysctl import derived, fixtures
+
+    run = load_run(fixtures.tcp_sysctl_run(tmp_path, gain={"tcp-sack-0": 1.0}, trials=20,
+                                           latency_gain={"tcp-sack-0": 1.015}, spread=0.003))
+    table = derived.write_stats(run)["l100"]["avg_latency_ms"]["posthoc"]["tcp-sack-0"]
+    found, errors = evaluate(run)
+    assert errors == []
+    sack = next(v for v in found if v["claim_id"] == "F5.tcp-sack")
+    assert sack["status"] == "reproduced", sack
+    assert f"Dunn p={table['dunn_p']:.3f}" in sack["measured"], sack["measured"]
+    assert (f"the study read each at p <= 0.15, Dunn's with FDR: "
+            f"p={table['dunn_p_fdr_tsbky']:.3f}") in sack["measured"], sack["measured"]

@@ -29,6 +29,17 @@ def test_a_ten_percent_drop_is_detected_against_the_control():
     assert not result.posthoc.loc["diiner", "significant"]
 
 
+def test_the_studys_own_dunn_correction_is_kept_beside_holms():
+    # DNScalc's dunns(): p_adjust='fdr_tsbky'; a step-up FDR correction never exceeds Holm's
+    # step-down family-wise one on the same p-values
+    df = trials({"default": 20000, "a": 18800, "b": 20000, "c": 20200}, 20, 600, 3)
+    table = stats.posthoc_vs_control(df, "profile", "qps", control="default")
+    assert set(table.index) == {"a", "b", "c"}
+    assert (table["dunn_p_fdr_tsbky"] <= table["dunn_p"] + 1e-12).all()
+    assert table["dunn_p_fdr_tsbky"].between(0, 1).all()
+    assert table.loc["a", "dunn_p_fdr_tsbky"] < table.loc["b", "dunn_p_fdr_tsbky"]
+
+
 def test_identical_distributions_are_not_called_different():
     # 60 synthetic studies with no effect: the false-positive rate stays near alpha
     hits = 0
