@@ -238,8 +238,9 @@ def _against_default(run: Run, cells: list[Cell], what: str, min_trials: int,
     base_at, other_at = base[base["load_pct"] == load], other[other["load_pct"] == load]
     require_paced_load_reached(run, load, GENERATOR_REMEDY, cause=SETTING)
     require(share < max_share,
-            f"the default answered {share:.0%} of the offered rate at {load:.0f} % load: "
-            "the load cap, not the server, set the qps",
+            f"the default answered {share:.1%} of the offered rate at {load:.0f} % load "
+            f"(the comparison needs under {max_share:.1%}): the load cap, not the server, "
+            "bounds the qps",
             "open-loop load above the server's capacity", cause=SETTING)
     return base_at, other_at, load, profile
 
