@@ -6,8 +6,8 @@ Counters, as a node's network namespace sees them:
   -> {table: {key: value}} (tables `Ip`, `Tcp`, `Udp`, `TcpExt`, ...);
 - `tables_in(netns)`: both files' tables read inside a namespace, with `Links` (drops on the
   namespace's interfaces, /proc/net/dev) and `Kernel` (host-wide drops before any socket:
-  the per-CPU backlog of /proc/net/softnet_stat, ARP's unresolved discards): where a
-  datagram sent inside the lab and never received went;
+  the per-CPU backlog of /proc/net/softnet_stat, ARP's unresolved discards, and `BootId`, the
+  kernel that counted them): where a datagram sent inside the lab and never received went;
 - `sample_counters()` / `sample_in(netns)`: the monitor's counter columns (UDP errors, TCP
   opens, retransmissions, listen-queue drops, sockets by state, TIME_WAIT).
 
@@ -22,6 +22,7 @@ gained within any window.
 from __future__ import annotations
 
 import csv
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from dnslab.nsenter import in_netns
 # /proc/net/tcp state codes
 TCP_ESTABLISHED, TCP_SYN_SENT, TCP_TIME_WAIT = "01", "02", "06"
 PROC_NET = Path("/proc/thread-self/net")  # the calling thread's namespace
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # one per kernel, whatever the namespace
 
 
 # --- counters ---------------------------------------------------------------------------------
@@ -47,9 +49,12 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     return tables
 
 
-def read_tables(proc_net: Path = PROC_NET) -> dict[str, dict[str, int]]:
+def read_tables(proc_net: Path = PROC_NET,
+                boot_id: Path = BOOT_ID) -> dict[str, dict[str, int]]:
     """The tables of snmp and netstat under `proc_net` (netstat's only when it exists), and
-    the drop counters `Links` and `Kernel` (those whose files exist)."""
+    the drop counters `Links` and `Kernel` (those whose files exist). `Kernel` carries the
+    kernel's boot id as an integer (`BootId`): emulated hosts are namespaces of one kernel,
+    so its host-wide drops are one count however many hosts read them."""
     tables = parse_snmp((proc_net / "snmp").read_text())
     try:
         tables.update(parse_snmp((proc_net / "netstat").read_text()))
@@ -67,6 +72,10 @@ def read_tables(proc_net: Path = PROC_NET) -> dict[str, dict[str, int]]:
     except FileNotFoundError:
         pass
     if kernel:
+        try:
+            kernel["BootId"] = uuid.UUID(boot_id.read_text().strip()).int
+        except FileNotFoundError:
+            pass
         tables["Kernel"] = kernel
     return tables
 

@@ -317,21 +317,25 @@ class LeakCheck:
 
     def _dropped_inside(self, after: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
         """Packets dropped on the way inside the lab since the start: on the resolver's
-        links (sending), on the receivers' links, and in each host's kernel before any
-        socket (a full input backlog, a next hop not resolved). These are not the
-        resolver's alone, so they bound what the UDP accounting may leave unexplained."""
+        links (sending), on the receivers' links, and in each kernel before any socket (a
+        full input backlog, a next hop not resolved; counted once per kernel, which emulated
+        hosts share). These are not the resolver's alone, so they bound what the UDP
+        accounting may leave unexplained."""
         def grew(node: str, table: str, key: str) -> int:
             return (after[node].get(table, {}).get(key, 0)
                     - self.before[node].get(table, {}).get(key, 0))
 
+        def kernel(node: str) -> object:
+            return after[node].get("Kernel", {}).get("BootId", self.lab.state.nodes[node].host)
+
         resolver, receivers = self.nodes.resolver, (self.nodes.client, *self.nodes.auth)
-        one_per_host = {self.lab.state.nodes[n].host: n for n in (resolver, *receivers)}
+        one_per_kernel = {kernel(n): n for n in (resolver, *receivers)}
         return {"resolver_link_tx": grew(resolver, "Links", "TxDrop"),
                 "receivers_link_rx": sum(grew(n, "Links", "RxDrop") for n in receivers),
                 "kernel_backlog": sum(grew(n, "Kernel", "BacklogDrops")
-                                      for n in one_per_host.values()),
+                                      for n in one_per_kernel.values()),
                 "kernel_arp_unresolved": sum(grew(n, "Kernel", "ArpUnresolvedDiscards")
-                                             for n in one_per_host.values())}
+                                             for n in one_per_kernel.values())}
 
     def finish(self, cell: Cell) -> dict[str, Any]:
         lab, resolver = self.lab, self.nodes.resolver

@@ -111,8 +111,22 @@ def test_drops_inside_the_lab_are_read_with_the_tables(tmp_path):
     (tmp_path / "softnet_stat").write_text(SOFTNET)
     (tmp_path / "stat").mkdir()
     (tmp_path / "stat" / "arp_cache").write_text(ARP_CACHE)
-    tables = counters.read_tables(tmp_path)
+    no_boot_id = tmp_path / "absent"
+    tables = counters.read_tables(tmp_path, no_boot_id)
     assert tables["Links"] == {"RxDrop": 5, "TxDrop": 5}
     assert tables["Kernel"] == {"BacklogDrops": 12, "ArpUnresolvedDiscards": 5}
     (tmp_path / "dev").unlink()
-    assert "Links" not in counters.read_tables(tmp_path)
+    assert "Links" not in counters.read_tables(tmp_path, no_boot_id)
+
+
+def test_the_kernel_drops_name_the_kernel_that_counted_them(tmp_path):
+    """Emulated hosts are namespaces of one kernel: its boot id tells the leak check to count
+    the host-wide drops once."""
+    (tmp_path / "snmp").write_text(SNMP)
+    (tmp_path / "softnet_stat").write_text(SOFTNET)
+    (tmp_path / "stat").mkdir()
+    (tmp_path / "stat" / "arp_cache").write_text(ARP_CACHE)
+    (tmp_path / "boot_id").write_text("0c0ffee0-0000-4000-8000-000000000001\n")
+    kernel = counters.read_tables(tmp_path, tmp_path / "boot_id")["Kernel"]
+    assert kernel["BootId"] == 0x0C0FFEE0000040008000000000000001
+    assert kernel["BacklogDrops"] == 12

@@ -300,3 +300,28 @@ def test_the_leak_check_counts_arrivals_and_drops_inside_the_lab(case, client_af
     unaccounted = json.loads((tmp_path / "leak.json").read_text())["unaccounted_datagrams"]
     assert unaccounted == 15 - (after["client"]["Ip"]["InDelivers"]
                                 - after["client"]["Tcp"]["InSegs"]) - 5
+
+
+@pytest.mark.parametrize("boot_ids, counted", [
+    # two emulated hosts: namespaces of one kernel, whose backlog drops both read alike
+    ({"a": 1, "b": 1}, 3),
+    # two real hosts: each kernel dropped its own
+    ({"a": 1, "b": 2}, 6),
+])
+def test_host_wide_drops_count_once_per_kernel(boot_ids, counted):
+    nodes = ResolverNodes(resolver="resolver", client="client",
+                          tiers={"root": "root", "sld-broken": "broken"})
+    hosts = {"resolver": "a", "root": "a", "client": "b", "broken": "b"}
+
+    def node(host, backlog=0):
+        tables = _node(backlog=backlog)
+        tables["Kernel"]["BootId"] = boot_ids[host]
+        return tables
+
+    check = object.__new__(LeakCheck)
+    check.nodes = nodes
+    check.lab = SimpleNamespace(state=SimpleNamespace(
+        nodes={n: SimpleNamespace(host=h) for n, h in hosts.items()}))
+    check.before = {n: node(h) for n, h in hosts.items()}
+    dropped = check._dropped_inside({n: node(h, backlog=3) for n, h in hosts.items()})
+    assert dropped["kernel_backlog"] == counted
